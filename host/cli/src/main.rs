@@ -1,0 +1,80 @@
+//! `pflow-host`: run pflow workflows with every node sandboxed as a WebAssembly component.
+
+mod display;
+mod registry_cmd;
+mod run_cmd;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pflow_runtime::{Host, PflowHome};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "pflow-host",
+    version,
+    about = "Run pflow workflows with every node sandboxed as a WebAssembly component"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Directory of the built-in node components (default: `plugins` next to the binary's
+    /// directory, as `just plugins` lays them out).
+    #[arg(long, global = true, env = "PFLOW_BUILTIN_PLUGINS", value_name = "DIR")]
+    builtin_plugins: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workflow: `pflow-host run FILE.json [key=value ...]`.
+    Run(run_cmd::RunArgs),
+    /// Show the node types that are installed.
+    #[command(subcommand)]
+    Registry(registry_cmd::RegistryCommand),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    /// Progress and results for a person.
+    #[default]
+    Text,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// Exit codes: 0 success, 1 the workflow ran and failed, 2 it could not start (bad file, bad
+/// inputs, unknown node types), 130 cancelled with Ctrl-C.
+pub mod exit {
+    pub const FAILED: u8 = 1;
+    pub const CANNOT_START: u8 = 2;
+    pub const CANCELLED: u8 = 130;
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    display::init_logging();
+    let builtin = cli.builtin_plugins.unwrap_or_else(default_builtin_dir);
+    let open = || Host::open(PflowHome::from_env(), builtin.clone());
+    let result = match cli.command {
+        Command::Run(args) => open().and_then(|host| run_cmd::run(&host, args)),
+        Command::Registry(command) => open().and_then(|host| registry_cmd::run(&host, command)),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(exit::CANNOT_START)
+        }
+    }
+}
+
+/// `<prefix>/plugins` for a binary in `<prefix>/bin` or `target/<profile>`.
+fn default_builtin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let beside_parent = exe_dir.parent().map(|p| p.join("plugins"));
+    match beside_parent {
+        Some(dir) if dir.is_dir() => dir,
+        _ => exe_dir.join("plugins"),
+    }
+}

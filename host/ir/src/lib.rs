@@ -1,0 +1,21 @@
+//! pflow's JSON workflow IR: the types, parsing with precise errors, and `${...}` templates.
+//! Pure: no I/O, no execution.
+
+pub mod template;
+mod workflow;
+
+pub use workflow::{
+    default_action, is_node_id, BatchConfig, BatchErrorHandling, Edge, InputSpec, Node, OutputSpec,
+    ParseError, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
+};
+
+/// The closest of `candidates` to `wanted`, best first, for "did you mean" hints.
+pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(wanted, c), c))
+        .filter(|(score, _)| *score >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}

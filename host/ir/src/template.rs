@@ -1,0 +1,469 @@
+//! pflow's `${...}` templates: parsing and resolution against the shared store.
+//!
+//! Grammar: `${name(.field|[N]|[${template}])*}` with `name` = `[a-zA-Z_][\w-]*`; `$${` escapes a
+//! template. Anything else after `${` (shell forms such as `${#a[@]}` or `${v:-d}`) is text.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A parsed string: literal text and template references.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Text(String),
+    Ref(Reference),
+}
+
+/// `${root.field[0]...}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub root: String,
+    pub path: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Segment {
+    Field(String),
+    Index(usize),
+    /// `[${inner}]`: the index is itself a template.
+    NestedIndex(Box<Reference>),
+}
+
+/// Where templates look names up: the shared store (inputs at the root, node namespaces by id),
+/// plus whatever a scope adds (e.g. a batch item).
+pub trait Scope {
+    fn lookup(&self, name: &str) -> Option<&Value>;
+}
+
+impl Scope for Map<String, Value> {
+    fn lookup(&self, name: &str) -> Option<&Value> {
+        self.get(name)
+    }
+}
+
+/// A template that did not resolve: what was asked for, where it stopped, and what exists there.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Unresolved {
+    /// The template as written, e.g. `${fetch.response.email}`.
+    pub template: String,
+    pub message: String,
+    /// Keys that exist where resolution stopped.
+    pub available: Vec<String>,
+}
+
+impl Template {
+    pub fn parse(text: &str) -> Template {
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        let mut rest = text;
+        while let Some(at) = rest.find('$') {
+            literal.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if tail.starts_with("$${") {
+                literal.push_str("${");
+                rest = &tail[3..];
+            } else if tail.starts_with("${") {
+                match parse_reference(&tail[2..]) {
+                    Some((reference, used)) => {
+                        if !literal.is_empty() {
+                            parts.push(Part::Text(std::mem::take(&mut literal)));
+                        }
+                        parts.push(Part::Ref(reference));
+                        rest = &tail[2 + used..];
+                    }
+                    None => {
+                        literal.push_str("${");
+                        rest = &tail[2..];
+                    }
+                }
+            } else {
+                literal.push('$');
+                rest = &tail[1..];
+            }
+        }
+        literal.push_str(rest);
+        if !literal.is_empty() {
+            parts.push(Part::Text(literal));
+        }
+        Template { parts }
+    }
+
+    pub fn has_references(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Ref(_)))
+    }
+
+    /// Every reference, nested index templates included.
+    pub fn references(&self) -> Vec<&Reference> {
+        let mut all = Vec::new();
+        for part in &self.parts {
+            if let Part::Ref(reference) = part {
+                collect_references(reference, &mut all);
+            }
+        }
+        all
+    }
+
+    /// The single reference when the whole string is exactly one template (its value keeps its
+    /// JSON type).
+    fn sole_reference(&self) -> Option<&Reference> {
+        match self.parts.as_slice() {
+            [Part::Ref(reference)] => Some(reference),
+            _ => None,
+        }
+    }
+
+    /// Resolves to a value: one whole-string template keeps its JSON type; mixed text becomes
+    /// a string. In permissive mode an unresolved template stays as written.
+    pub fn resolve(&self, scope: &dyn Scope, strict: bool) -> Result<Value, Unresolved> {
+        if let Some(reference) = self.sole_reference() {
+            return match reference.resolve(scope) {
+                Ok(value) => Ok(value),
+                Err(_) if !strict => Ok(Value::String(reference.to_string())),
+                Err(e) => Err(e),
+            };
+        }
+        let mut text = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => text.push_str(t),
+                Part::Ref(reference) => match reference.resolve(scope) {
+                    Ok(value) => text.push_str(&render(&value)),
+                    Err(_) if !strict => text.push_str(&reference.to_string()),
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        Ok(Value::String(text))
+    }
+}
+
+fn collect_references<'a>(reference: &'a Reference, all: &mut Vec<&'a Reference>) {
+    all.push(reference);
+    for segment in &reference.path {
+        if let Segment::NestedIndex(inner) = segment {
+            collect_references(inner, all);
+        }
+    }
+}
+
+/// How a value reads inside text: strings as they are, null as nothing, the rest as JSON.
+pub fn render(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Resolves every template in a JSON value (strings inside objects and arrays included).
+pub fn resolve_value(value: &Value, scope: &dyn Scope, strict: bool) -> Result<Value, Unresolved> {
+    Ok(match value {
+        Value::String(text) if text.contains("${") => {
+            Template::parse(text).resolve(scope, strict)?
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| resolve_value(item, scope, strict))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), resolve_value(v, scope, strict)?)))
+                .collect::<Result<_, Unresolved>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+/// Parses the inside of `${...}` (after the `${`); returns the reference and the bytes used,
+/// the closing brace included. None when the text is not a pflow template.
+fn parse_reference(text: &str) -> Option<(Reference, usize)> {
+    let bytes = text.as_bytes();
+    let root_len = identifier_len(bytes, true);
+    if root_len == 0 {
+        return None;
+    }
+    let root = text[..root_len].to_string();
+    let mut at = root_len;
+    let mut path = Vec::new();
+    loop {
+        match bytes.get(at)? {
+            b'}' => return Some((Reference { root, path }, at + 1)),
+            b'.' => {
+                let len = identifier_len(&bytes[at + 1..], false);
+                if len == 0 {
+                    return None;
+                }
+                path.push(Segment::Field(text[at + 1..at + 1 + len].to_string()));
+                at += 1 + len;
+            }
+            b'[' => {
+                let inner = &text[at + 1..];
+                let digits = inner.bytes().take_while(u8::is_ascii_digit).count();
+                if digits > 0 && inner.as_bytes().get(digits) == Some(&b']') {
+                    path.push(Segment::Index(inner[..digits].parse().ok()?));
+                    at += digits + 2;
+                } else if let Some(nested) = inner.strip_prefix("${") {
+                    let (reference, used) = parse_reference(nested)?;
+                    if nested.as_bytes().get(used) != Some(&b']') {
+                        return None;
+                    }
+                    path.push(Segment::NestedIndex(Box::new(reference)));
+                    at += 1 + 2 + used + 1;
+                } else {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Length of `[a-zA-Z_][\w-]*` (a root name) or `[\w-]+` (a field) at the start of `bytes`.
+fn identifier_len(bytes: &[u8], root: bool) -> usize {
+    let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+    match bytes.first() {
+        Some(b) if root && !(b.is_ascii_alphabetic() || *b == b'_') => 0,
+        _ => bytes.iter().take_while(|b| is_word(b)).count(),
+    }
+}
+
+impl Reference {
+    /// Whether this names a node's namespace (a dotted name) rather than a workflow input.
+    pub fn is_node_reference(&self) -> bool {
+        !self.path.is_empty()
+    }
+
+    pub fn resolve(&self, scope: &dyn Scope) -> Result<Value, Unresolved> {
+        let unresolved = |message: String, available: Vec<String>| Unresolved {
+            template: self.to_string(),
+            message,
+            available,
+        };
+        let Some(mut current) = scope.lookup(&self.root).cloned() else {
+            return Err(unresolved(
+                format!(
+                    "Template {self} cannot be resolved: '{}' is neither a workflow input nor a node that has run",
+                    self.root
+                ),
+                Vec::new(),
+            ));
+        };
+        let mut walked = self.root.clone();
+        for segment in &self.path {
+            // Text that holds JSON (a command's stdout, say) can be walked into.
+            if let Value::String(text) = &current {
+                if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
+                    serde_json::from_str::<Value>(text)
+                {
+                    current = parsed;
+                }
+            }
+            let next = match segment {
+                Segment::Field(field) => match &current {
+                    Value::Object(map) => map.get(field).cloned().ok_or_else(|| {
+                        unresolved(
+                            format!(
+                                "Template {self} cannot be resolved: '{walked}' has no field '{field}'; it has: {}",
+                                join_or_none(map.keys())
+                            ),
+                            map.keys().cloned().collect(),
+                        )
+                    })?,
+                    other => {
+                        return Err(unresolved(
+                            format!(
+                                "Template {self} cannot be resolved: '{walked}' is {}, not an object with field '{field}'",
+                                kind(other)
+                            ),
+                            Vec::new(),
+                        ))
+                    }
+                },
+                Segment::Index(_) | Segment::NestedIndex(_) => {
+                    let index = match segment {
+                        Segment::Index(i) => *i,
+                        Segment::NestedIndex(inner) => index_value(&inner.resolve(scope)?)
+                            .ok_or_else(|| {
+                                unresolved(
+                                    format!(
+                                        "Template {self} cannot be resolved: index {inner} is not a non-negative integer"
+                                    ),
+                                    Vec::new(),
+                                )
+                            })?,
+                        Segment::Field(_) => unreachable!("matched above"),
+                    };
+                    match &current {
+                        Value::Array(items) => items.get(index).cloned().ok_or_else(|| {
+                            unresolved(
+                                format!(
+                                    "Template {self} cannot be resolved: '{walked}' has {} item(s), no index {index}",
+                                    items.len()
+                                ),
+                                Vec::new(),
+                            )
+                        })?,
+                        other => {
+                            return Err(unresolved(
+                                format!(
+                                    "Template {self} cannot be resolved: '{walked}' is {}, not a list",
+                                    kind(other)
+                                ),
+                                Vec::new(),
+                            ))
+                        }
+                    }
+                }
+            };
+            walked.push_str(&segment.to_string());
+            current = next;
+        }
+        Ok(current)
+    }
+}
+
+fn index_value(value: &Value) -> Option<usize> {
+    match value {
+        Value::Number(n) => n.as_u64().map(|n| n as usize),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn join_or_none<'a>(keys: impl Iterator<Item = &'a String>) -> String {
+    let keys: Vec<&str> = keys.map(String::as_str).collect();
+    if keys.is_empty() {
+        "nothing".to_string()
+    } else {
+        keys.join(", ")
+    }
+}
+
+impl fmt::Display for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Segment::Field(name) => write!(f, ".{name}"),
+            Segment::Index(i) => write!(f, "[{i}]"),
+            Segment::NestedIndex(inner) => write!(f, "[{inner}]"),
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${{{}", self.root)?;
+        for segment in &self.path {
+            write!(f, "{segment}")?;
+        }
+        write!(f, "}}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> Map<String, Value> {
+        json!({
+            "name": "Ada",
+            "n": 1,
+            "fetch": {"response": {"items": [{"id": 7}, {"id": 8}]}, "stdout": "{\"a\": [1, 2]}"},
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    #[test]
+    fn whole_template_keeps_the_json_type() {
+        let t = Template::parse("${fetch.response.items[1].id}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!(8));
+        let t = Template::parse("${fetch.response.items}");
+        assert_eq!(
+            t.resolve(&store(), true).unwrap(),
+            json!([{"id": 7}, {"id": 8}])
+        );
+    }
+
+    #[test]
+    fn mixed_text_becomes_a_string_with_json_for_structures() {
+        let t = Template::parse("hi ${name}: ${fetch.response.items[0]}");
+        assert_eq!(
+            t.resolve(&store(), true).unwrap(),
+            json!("hi Ada: {\"id\":7}")
+        );
+    }
+
+    #[test]
+    fn nested_index_and_json_text() {
+        let t = Template::parse("${fetch.response.items[${n}].id}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!(8));
+        let t = Template::parse("${fetch.stdout.a[1]}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!(2));
+    }
+
+    #[test]
+    fn shell_forms_and_escapes_stay_text() {
+        for text in [
+            "${#a[@]}", "${v:-d}", "${v%x}", "$HOME", "cost: $5", "${}", "${a.}",
+        ] {
+            let t = Template::parse(text);
+            assert!(!t.has_references(), "{text}");
+            assert_eq!(t.resolve(&store(), true).unwrap(), json!(text));
+        }
+        let t = Template::parse("$${name} ${name}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!("${name} Ada"));
+    }
+
+    #[test]
+    fn unresolved_names_what_exists() {
+        let error = Template::parse("${fetch.response.email}")
+            .resolve(&store(), true)
+            .unwrap_err();
+        assert_eq!(error.available, vec!["items"]);
+        assert!(
+            error
+                .message
+                .contains("'fetch.response' has no field 'email'"),
+            "{}",
+            error.message
+        );
+        let error = Template::parse("${ghost}")
+            .resolve(&store(), true)
+            .unwrap_err();
+        assert!(error
+            .message
+            .contains("neither a workflow input nor a node"));
+        let kept = Template::parse("x ${ghost.a}")
+            .resolve(&store(), false)
+            .unwrap();
+        assert_eq!(kept, json!("x ${ghost.a}"));
+    }
+
+    #[test]
+    fn references_round_trip_to_text() {
+        let text = "${a.b[0][${c.d}].e-f}";
+        let t = Template::parse(text);
+        assert_eq!(t.references()[0].to_string(), text);
+        assert_eq!(t.references().len(), 2);
+    }
+}

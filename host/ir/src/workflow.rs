@@ -1,0 +1,330 @@
+//! pflow's JSON workflow IR, parsed with errors that name the line, column and JSON path.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::HashSet;
+
+/// A workflow as pflow's JSON IR describes it, plus the optional `sandbox` limits of this host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    pub ir_version: String,
+    #[serde(default)]
+    pub inputs: IndexMap<String, InputSpec>,
+    #[serde(default)]
+    pub outputs: IndexMap<String, OutputSpec>,
+    pub nodes: Vec<Node>,
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_node: Option<String>,
+    #[serde(default = "yes")]
+    pub enable_namespacing: bool,
+    #[serde(default)]
+    pub template_resolution_mode: TemplateMode,
+    /// Sandbox limits for every node of this workflow (an extension of pflow's IR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxOverrides>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default = "yes")]
+    pub required: bool,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(default)]
+    pub stdin: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    /// A template such as `${node.field}`; without one the output is read from the store's
+    /// root under its own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Node {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(default, alias = "parameters")]
+    pub params: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchConfig>,
+    /// Sandbox limits for this node alone (an extension of pflow's IR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxOverrides>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    pub from: String,
+    pub to: String,
+    #[serde(default = "default_action")]
+    pub action: String,
+}
+
+pub fn default_action() -> String {
+    "default".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConfig {
+    pub items: Value,
+    #[serde(default = "default_item_alias", rename = "as")]
+    pub alias: String,
+    #[serde(default)]
+    pub error_handling: BatchErrorHandling,
+    #[serde(default)]
+    pub parallel: bool,
+    #[serde(default = "default_max_concurrent")]
+    pub max_concurrent: u32,
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    #[serde(default)]
+    pub retry_wait: f64,
+}
+
+fn default_item_alias() -> String {
+    "item".to_string()
+}
+fn default_max_concurrent() -> u32 {
+    10
+}
+fn default_max_retries() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchErrorHandling {
+    #[default]
+    FailFast,
+    Continue,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TemplateMode {
+    #[default]
+    Strict,
+    Permissive,
+}
+
+/// Limits that override the host's defaults for a workflow or one node. Absent fields keep the
+/// value from the level above.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxOverrides {
+    /// WebAssembly fuel (roughly, instructions) one execution may burn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel: Option<u64>,
+    /// Linear-memory cap in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    /// Wall-clock limit of one execution, host calls (such as a shell command) included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
+    /// Cap on the JSON a node returns, in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_mb: Option<f64>,
+}
+
+/// Types pflow accepts for inputs, aliases included.
+pub const INPUT_TYPES: &[&str] = &[
+    "string", "number", "integer", "boolean", "object", "array", "str", "int", "float", "bool",
+    "dict", "list",
+];
+
+/// Why a workflow document could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParseError {
+    #[error("invalid JSON at line {line}, column {column}: {message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("invalid workflow at {path} (line {line}, column {column}): {message}")]
+    Shape {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("invalid workflow: {}", .0.join("; "))]
+    Structure(Vec<String>),
+}
+
+impl Workflow {
+    /// Parses and checks the structure a run depends on: non-empty unique node ids, edges and
+    /// `start_node` that name existing nodes, a well-formed `ir_version`, known input types.
+    pub fn from_json(text: &str) -> Result<Workflow, ParseError> {
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let workflow: Workflow = serde_path_to_error::deserialize(&mut deserializer)
+            .map_err(|e| shape_error(e.path().to_string(), e.into_inner()))?;
+        deserializer
+            .end()
+            .map_err(|e| shape_error(String::new(), e))?;
+        let problems = workflow.structural_problems();
+        if problems.is_empty() {
+            Ok(workflow)
+        } else {
+            Err(ParseError::Structure(problems))
+        }
+    }
+
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// The node the run starts at: `start_node`, or the first node.
+    pub fn start(&self) -> &Node {
+        self.start_node
+            .as_deref()
+            .and_then(|id| self.node(id))
+            .unwrap_or(&self.nodes[0])
+    }
+
+    /// The node an `action` leads to from node `from`, if an edge says so.
+    pub fn successor(&self, from: &str, action: &str) -> Option<&str> {
+        self.edges
+            .iter()
+            .find(|e| e.from == from && e.action == action)
+            .map(|e| e.to.as_str())
+    }
+
+    fn structural_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !is_version(&self.ir_version) {
+            problems.push(format!(
+                "ir_version '{}' must look like MAJOR.MINOR.PATCH, e.g. 0.1.0",
+                self.ir_version
+            ));
+        }
+        if self.nodes.is_empty() {
+            problems.push("a workflow needs at least one node".to_string());
+        }
+        let mut seen = HashSet::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !is_node_id(&node.id) {
+                problems.push(format!(
+                    "nodes[{i}].id '{}' may only contain letters, digits, '_' and '-'",
+                    node.id
+                ));
+            }
+            if !seen.insert(node.id.as_str()) {
+                problems.push(format!("nodes[{i}].id '{}' is used twice", node.id));
+            }
+        }
+        let known = |id: &str| self.nodes.iter().any(|n| n.id == id);
+        for (i, edge) in self.edges.iter().enumerate() {
+            for (end, id) in [("from", &edge.from), ("to", &edge.to)] {
+                if !known(id) {
+                    problems.push(format!("edges[{i}].{end} names unknown node '{id}'"));
+                }
+            }
+        }
+        if let Some(start) = &self.start_node {
+            if !known(start) {
+                problems.push(format!("start_node names unknown node '{start}'"));
+            }
+        }
+        for (name, input) in &self.inputs {
+            if let Some(type_name) = &input.type_name {
+                if !INPUT_TYPES.contains(&type_name.as_str()) {
+                    problems.push(format!(
+                        "inputs.{name}.type '{type_name}' is not one of: {}",
+                        INPUT_TYPES.join(", ")
+                    ));
+                }
+            }
+        }
+        let stdin_inputs: Vec<&str> = self
+            .inputs
+            .iter()
+            .filter(|(_, i)| i.stdin)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if stdin_inputs.len() > 1 {
+            problems.push(format!(
+                "only one input may set stdin: true, found: {}",
+                stdin_inputs.join(", ")
+            ));
+        }
+        problems
+    }
+}
+
+fn shape_error(path: String, error: serde_json::Error) -> ParseError {
+    use serde_json::error::Category;
+    let (line, column) = (error.line(), error.column());
+    // serde_json appends " at line L column C"; we say it ourselves.
+    let mut message = error.to_string();
+    if let Some(cut) = message.rfind(" at line ") {
+        message.truncate(cut);
+    }
+    match error.classify() {
+        Category::Data => ParseError::Shape {
+            path: if path.is_empty() || path == "." {
+                "the top level".to_string()
+            } else {
+                path
+            },
+            line,
+            column,
+            message: explain_shape(&message),
+        },
+        Category::Syntax | Category::Eof | Category::Io => ParseError::Syntax {
+            line,
+            column,
+            message,
+        },
+    }
+}
+
+/// Adds the fix for mistakes LLMs make often to serde's message.
+fn explain_shape(message: &str) -> String {
+    if message.contains("`from_node`") || message.contains("`to_node`") {
+        return format!("{message} (edges use `from` and `to`)");
+    }
+    message.to_string()
+}
+
+fn is_version(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+}
+
+pub fn is_node_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}

@@ -1,0 +1,146 @@
+//! Host capabilities: the imports a node may call. Every one is linked for every node; a call
+//! that the node's grants do not cover answers `policy_denied`, so a plugin can see the refusal
+//! and the host never has to fail instantiation over it.
+
+mod process;
+
+use crate::bindings::pflow::node::{log, process as process_wit, types};
+use crate::error::category;
+use crate::sandbox::HostState;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use process::{run_command, CommandFailure};
+
+/// A capability interface of the `pflow:node` package.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Capability {
+    Log,
+    Process,
+}
+
+impl Capability {
+    pub const ALL: &'static [Capability] = &[Capability::Log, Capability::Process];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Log => "log",
+            Capability::Process => "process",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Capability> {
+        Capability::ALL.iter().copied().find(|c| c.name() == name)
+    }
+
+    /// The capability a component import names, e.g. `pflow:node/process@0.1.0`.
+    pub fn from_import(import: &str) -> Option<Capability> {
+        let interface = import.strip_prefix("pflow:node/")?;
+        let interface = interface.split('@').next().unwrap_or(interface);
+        Capability::from_name(interface)
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The set of capabilities one node execution may use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Grants(u32);
+
+impl Grants {
+    pub fn of(capabilities: impl IntoIterator<Item = Capability>) -> Self {
+        Grants(
+            capabilities
+                .into_iter()
+                .fold(0, |bits, c| bits | 1 << c as u32),
+        )
+    }
+
+    pub fn allows(self, capability: Capability) -> bool {
+        self.0 & (1 << capability as u32) != 0
+    }
+}
+
+/// Longest log message kept; a node cannot flood the host's log.
+const MAX_LOG_MESSAGE: usize = 4096;
+/// Messages kept per execution.
+const MAX_LOG_MESSAGES: u32 = 1000;
+
+impl types::Host for HostState {}
+
+impl log::Host for HostState {
+    fn log(&mut self, level: log::Level, message: String) {
+        if !self.grants.allows(Capability::Log) || self.log_messages >= MAX_LOG_MESSAGES {
+            return;
+        }
+        self.log_messages += 1;
+        let mut message = message;
+        if message.len() > MAX_LOG_MESSAGE {
+            let mut cut = MAX_LOG_MESSAGE;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let node = self.node_id.as_str();
+        match level {
+            log::Level::Trace => tracing::trace!(node, "{message}"),
+            log::Level::Debug => tracing::debug!(node, "{message}"),
+            log::Level::Info => tracing::info!(node, "{message}"),
+            log::Level::Warn => tracing::warn!(node, "{message}"),
+            log::Level::Error => tracing::error!(node, "{message}"),
+        }
+    }
+}
+
+impl process_wit::Host for HostState {
+    fn run(
+        &mut self,
+        command: process_wit::Command,
+    ) -> Result<process_wit::Output, types::NodeError> {
+        if !self.grants.allows(Capability::Process) {
+            return Err(denied(Capability::Process, &self.node_type));
+        }
+        let request = process::Request {
+            argv: command.argv,
+            stdin: command.stdin,
+            cwd: command.cwd,
+            env: command.env,
+            timeout: command
+                .timeout_ms
+                .map(|ms| std::time::Duration::from_millis(ms.into())),
+            deadline: self.deadline,
+            capture_bytes: self.output_cap,
+        };
+        match run_command(request, &self.cancel) {
+            Ok(out) => Ok(process_wit::Output {
+                stdout: out.stdout,
+                stderr: out.stderr,
+                exit_code: out.exit_code,
+                stdout_truncated: out.stdout_truncated,
+                stderr_truncated: out.stderr_truncated,
+            }),
+            Err(failure) => Err(failure.into_node_error()),
+        }
+    }
+}
+
+fn denied(capability: Capability, node_type: &str) -> types::NodeError {
+    types::NodeError {
+        category: category::POLICY_DENIED.to_string(),
+        message: format!(
+            "Node type '{node_type}' is not granted the '{capability}' capability. Built-in nodes \
+             get the capabilities they import; grant a user plugin more in settings.json under \
+             plugins.grants.{node_type}."
+        ),
+        fixable: false,
+        attempted: vec![capability.to_string()],
+        available: Vec::new(),
+        sample: None,
+    }
+}

@@ -1,0 +1,92 @@
+//! Files under `~/.pflow` (or `$PFLOW_HOME`): settings, user plugins, the compiled-component
+//! cache.
+
+use pflow_ir::SandboxOverrides;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct PflowHome {
+    root: PathBuf,
+}
+
+impl PflowHome {
+    /// `$PFLOW_HOME`, else `$HOME/.pflow`, else `.pflow` in the current directory.
+    pub fn from_env() -> Self {
+        let root = std::env::var_os("PFLOW_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .filter(|v| !v.is_empty())
+                    .map(|h| PathBuf::from(h).join(".pflow"))
+            })
+            .unwrap_or_else(|| PathBuf::from(".pflow"));
+        PflowHome { root }
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        PflowHome { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.root.join("plugins")
+    }
+
+    pub fn component_cache_dir(&self) -> PathBuf {
+        self.root.join("cache").join("components")
+    }
+
+    pub fn settings_path(&self) -> PathBuf {
+        self.root.join("settings.json")
+    }
+
+    /// The settings file, or defaults when there is none.
+    pub fn settings(&self) -> Result<Settings, SettingsError> {
+        let path = self.settings_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| SettingsError {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(e) => Err(SettingsError {
+                path,
+                message: e.to_string(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read settings {}: {message}", path.display())]
+pub struct SettingsError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// `settings.json`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Default sandbox limits for every node (the host's own defaults otherwise).
+    #[serde(default)]
+    pub sandbox: Option<SandboxOverrides>,
+    #[serde(default)]
+    pub plugins: PluginSettings,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSettings {
+    /// Capabilities granted to user plugins by node type, e.g. `{"my-node": ["process"]}`.
+    /// Built-in plugins get the capabilities they import; user plugins get `log` only unless
+    /// granted more here.
+    #[serde(default)]
+    pub grants: BTreeMap<String, Vec<String>>,
+}

@@ -1,0 +1,83 @@
+//! Sandboxed execution of pflow workflows: the wasmtime engine, the plugin registry, sandbox
+//! limits, host capabilities and the executor.
+
+pub mod bindings;
+pub mod capabilities;
+pub mod error;
+pub mod executor;
+pub mod home;
+pub mod limits;
+pub mod registry;
+pub mod sandbox;
+
+pub use error::NodeFailure;
+pub use executor::{Event, Executor, NodeReport, RunReport, StartError, Status};
+pub use home::{PflowHome, Settings};
+pub use limits::Limits;
+pub use registry::{Origin, PluginDir, Registry};
+pub use sandbox::Sandbox;
+
+use std::path::PathBuf;
+
+/// Everything a command needs to run workflows: the sandbox, the plugins and the settings.
+pub struct Host {
+    pub home: PflowHome,
+    pub settings: Settings,
+    pub sandbox: Sandbox,
+    pub registry: Registry,
+}
+
+impl Host {
+    /// Reads the settings, starts the engine and discovers the plugins in `builtin_dir`,
+    /// `~/.pflow/plugins` and `$PFLOW_PLUGIN_PATH`, in that order.
+    pub fn open(home: PflowHome, builtin_dir: PathBuf) -> anyhow::Result<Host> {
+        let settings = home.settings()?;
+        let sandbox = Sandbox::new()?;
+        let dirs = plugin_dirs(&home, builtin_dir);
+        let registry = Registry::load(
+            &sandbox,
+            &dirs,
+            &home.component_cache_dir(),
+            &settings.plugins,
+        );
+        for problem in &registry.problems {
+            tracing::warn!("plugin skipped: {problem}");
+        }
+        Ok(Host {
+            home,
+            settings,
+            sandbox,
+            registry,
+        })
+    }
+
+    /// An executor with the host's default limits and the settings' overrides.
+    pub fn executor(&self) -> Executor<'_> {
+        Executor {
+            sandbox: &self.sandbox,
+            registry: &self.registry,
+            limits: Limits::default().with(self.settings.sandbox.as_ref()),
+        }
+    }
+}
+
+/// Built-in plugins first (they cannot be shadowed), then the user's.
+pub fn plugin_dirs(home: &PflowHome, builtin_dir: PathBuf) -> Vec<PluginDir> {
+    let mut dirs = vec![
+        PluginDir {
+            path: builtin_dir,
+            origin: Origin::Builtin,
+        },
+        PluginDir {
+            path: home.plugins_dir(),
+            origin: Origin::User,
+        },
+    ];
+    if let Some(extra) = std::env::var_os("PFLOW_PLUGIN_PATH") {
+        dirs.extend(std::env::split_paths(&extra).map(|path| PluginDir {
+            path,
+            origin: Origin::User,
+        }));
+    }
+    dirs
+}

@@ -1,0 +1,57 @@
+//! Sandbox limits of one node execution: host defaults, narrowed or widened by the settings,
+//! the workflow's `sandbox` block and the node's own.
+
+use pflow_ir::SandboxOverrides;
+use serde::Serialize;
+use std::time::Duration;
+
+const MIB: u64 = 1 << 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Limits {
+    /// Fuel (about one unit per WebAssembly instruction) for one execution.
+    pub fuel: u64,
+    /// Linear memory the node may grow to, in bytes.
+    pub memory_bytes: u64,
+    /// Wall time for one execution, the host calls it makes (commands it runs) included.
+    #[serde(serialize_with = "seconds")]
+    pub timeout: Duration,
+    /// Cap on the JSON a node returns, and on each captured stream of a command it runs.
+    pub output_bytes: u64,
+}
+
+impl Default for Limits {
+    /// 5 G fuel (several seconds of pure computation), 256 MiB memory, 60 s, 16 MiB of output.
+    fn default() -> Self {
+        Limits {
+            fuel: 5_000_000_000,
+            memory_bytes: 256 * MIB,
+            timeout: Duration::from_secs(60),
+            output_bytes: 16 * MIB,
+        }
+    }
+}
+
+impl Limits {
+    /// These limits with whatever `overrides` sets replaced.
+    pub fn with(mut self, overrides: Option<&SandboxOverrides>) -> Self {
+        let Some(o) = overrides else { return self };
+        if let Some(fuel) = o.fuel {
+            self.fuel = fuel;
+        }
+        if let Some(mb) = o.memory_mb {
+            self.memory_bytes = mb.saturating_mul(MIB);
+        }
+        if let Some(seconds) = o.timeout_seconds.filter(|s| s.is_finite() && *s > 0.0) {
+            self.timeout = Duration::from_secs_f64(seconds.min(7.0 * 24.0 * 3600.0));
+        }
+        if let Some(mb) = o.output_mb.filter(|m| m.is_finite() && *m > 0.0) {
+            self.output_bytes = (mb * MIB as f64) as u64;
+        }
+        self
+    }
+}
+
+fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}

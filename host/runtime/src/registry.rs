@@ -1,0 +1,339 @@
+//! Plugin discovery: every `*.wasm` component in the built-in directory, `~/.pflow/plugins` and
+//! `$PFLOW_PLUGIN_PATH`, with what each one is (`describe`) and which capabilities it imports.
+//!
+//! Compiling a component takes tens of milliseconds to seconds, so each is compiled once and kept
+//! on disk in serialized form, keyed by the engine's compatibility hash and the component's
+//! SHA-256, together with its description. A run then loads only the components it uses.
+
+use crate::bindings::NodePre;
+use crate::capabilities::{Capability, Grants};
+use crate::error::{category, NodeFailure};
+use crate::home::PluginSettings;
+use crate::sandbox::{HostState, Sandbox};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use wasmtime::component::Component;
+
+/// Where a plugin came from, which decides what it is trusted with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Shipped with pflow-host: granted the capabilities it imports.
+    Builtin,
+    /// Installed by the user: granted `log`, plus what `settings.json` grants.
+    User,
+}
+
+/// A directory to scan and the trust its plugins get.
+#[derive(Debug, Clone)]
+pub struct PluginDir {
+    pub path: PathBuf,
+    pub origin: Origin,
+}
+
+/// A plugin's parameter or output, as its `describe` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortSpec {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    pub description: String,
+    pub required: bool,
+}
+
+/// What a plugin is, as its `describe` says, plus the capabilities it imports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginSpec {
+    pub name: String,
+    pub description: String,
+    pub params: Vec<PortSpec>,
+    pub outputs: Vec<PortSpec>,
+    pub capabilities: Vec<Capability>,
+}
+
+/// Whether a component came out of the disk cache or had to be compiled in this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheUse {
+    Hit,
+    Compiled,
+}
+
+pub struct Plugin {
+    pub spec: PluginSpec,
+    pub path: PathBuf,
+    pub origin: Origin,
+    pub grants: Grants,
+    /// Capabilities it imports but is not granted.
+    pub denied: Vec<Capability>,
+    hash: String,
+    cache_file: PathBuf,
+    /// Set when `describe` had to compile the component already.
+    compiled: Mutex<Option<Component>>,
+    prepared: OnceLock<Result<(NodePre<HostState>, CacheUse), String>>,
+}
+
+impl Plugin {
+    /// The component linked and ready to instantiate, loaded on first use.
+    pub fn prepared(
+        &self,
+        sandbox: &Sandbox,
+    ) -> Result<(&NodePre<HostState>, CacheUse), NodeFailure> {
+        let prepared = self.prepared.get_or_init(|| {
+            let compiled = self.compiled.lock().map(|mut c| c.take()).unwrap_or(None);
+            let (component, cache) = match compiled {
+                Some(component) => (component, CacheUse::Compiled),
+                None => load_or_compile(sandbox, &self.path, &self.cache_file)?,
+            };
+            Ok((sandbox.prepare(&component)?, cache))
+        });
+        match prepared {
+            Ok((pre, cache)) => Ok((pre, *cache)),
+            Err(message) => Err(NodeFailure::new(
+                "host",
+                category::PLUGIN_LOAD,
+                format!("Cannot load plugin {}: {message}", self.path.display()),
+            )),
+        }
+    }
+
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+}
+
+/// All plugins found, by node type.
+pub struct Registry {
+    plugins: BTreeMap<String, Plugin>,
+    /// Files that could not be loaded, and types shadowed by an earlier directory.
+    pub problems: Vec<String>,
+}
+
+impl Registry {
+    /// Scans `dirs` in order; the first plugin of a type wins.
+    pub fn load(
+        sandbox: &Sandbox,
+        dirs: &[PluginDir],
+        cache_dir: &Path,
+        settings: &PluginSettings,
+    ) -> Registry {
+        let engine_dir = cache_dir.join(engine_key(sandbox));
+        let mut registry = Registry {
+            plugins: BTreeMap::new(),
+            problems: Vec::new(),
+        };
+        for dir in dirs {
+            for path in component_files(&dir.path) {
+                match load_plugin(sandbox, &path, dir.origin, &engine_dir, settings) {
+                    Ok(plugin) => {
+                        if let Some(first) = registry.plugins.get(&plugin.spec.name) {
+                            registry.problems.push(format!(
+                                "{} also defines node type '{}'; {} is used",
+                                path.display(),
+                                plugin.spec.name,
+                                first.path.display()
+                            ));
+                        } else {
+                            registry.plugins.insert(plugin.spec.name.clone(), plugin);
+                        }
+                    }
+                    Err(message) => registry
+                        .problems
+                        .push(format!("{}: {message}", path.display())),
+                }
+            }
+        }
+        registry
+    }
+
+    pub fn get(&self, node_type: &str) -> Option<&Plugin> {
+        self.plugins.get(node_type)
+    }
+
+    pub fn types(&self) -> impl Iterator<Item = &str> {
+        self.plugins.keys().map(String::as_str)
+    }
+
+    pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
+        self.plugins.values()
+    }
+}
+
+/// The `*.wasm` files of a directory, sorted; a missing directory has none.
+fn component_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Cache entries are only valid for an engine with the same compiler and settings.
+fn engine_key(sandbox: &Sandbox) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    sandbox
+        .engine()
+        .precompile_compatibility_hash()
+        .hash(&mut hasher);
+    format!("engine-{:016x}", hasher.finish())
+}
+
+fn load_plugin(
+    sandbox: &Sandbox,
+    path: &Path,
+    origin: Origin,
+    engine_dir: &Path,
+    settings: &PluginSettings,
+) -> Result<Plugin, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let hash = hex(&Sha256::digest(&bytes));
+    let cache_file = engine_dir.join(format!("{hash}.cwasm"));
+    let spec_file = engine_dir.join(format!("{hash}.json"));
+
+    let cached_spec = std::fs::read(&spec_file)
+        .ok()
+        .and_then(|text| serde_json::from_slice::<PluginSpec>(&text).ok())
+        .filter(|_| cache_file.exists());
+    let (spec, compiled) = match cached_spec {
+        Some(spec) => (spec, None),
+        None => {
+            let component = compile_and_store(sandbox, &bytes, &cache_file)?;
+            let spec = describe(sandbox, &component)?;
+            write_atomically(
+                &spec_file,
+                &serde_json::to_vec_pretty(&spec).unwrap_or_default(),
+            )?;
+            (spec, Some(component))
+        }
+    };
+    let granted: Vec<Capability> = match origin {
+        Origin::Builtin => spec.capabilities.clone(),
+        Origin::User => {
+            let extra = settings.grants.get(&spec.name).into_iter().flatten();
+            std::iter::once(Capability::Log)
+                .chain(extra.filter_map(|name| Capability::from_name(name)))
+                .collect()
+        }
+    };
+    let denied = spec
+        .capabilities
+        .iter()
+        .copied()
+        .filter(|c| !granted.contains(c))
+        .collect();
+    Ok(Plugin {
+        grants: Grants::of(granted),
+        denied,
+        spec,
+        path: path.to_path_buf(),
+        origin,
+        hash,
+        cache_file,
+        compiled: Mutex::new(compiled),
+        prepared: OnceLock::new(),
+    })
+}
+
+fn describe(sandbox: &Sandbox, component: &Component) -> Result<PluginSpec, String> {
+    let pre = sandbox.prepare(component)?;
+    let spec = sandbox
+        .describe(&pre)
+        .map_err(|e| format!("its describe failed: {e}"))?;
+    if !pflow_ir::is_node_id(&spec.name) {
+        return Err(format!(
+            "its describe names the node type '{}'; a type may only contain letters, digits, '_' and '-'",
+            spec.name
+        ));
+    }
+    let ports = |ports: Vec<crate::bindings::pflow::node::types::Port>| {
+        ports
+            .into_iter()
+            .map(|p| PortSpec {
+                name: p.name,
+                type_name: p.type_,
+                description: p.description,
+                required: p.required,
+            })
+            .collect()
+    };
+    let engine = sandbox.engine();
+    let mut capabilities: Vec<Capability> = component
+        .component_type()
+        .imports(engine)
+        .filter_map(|(name, _)| Capability::from_import(name))
+        .collect();
+    capabilities.sort();
+    capabilities.dedup();
+    Ok(PluginSpec {
+        name: spec.name,
+        description: spec.description,
+        params: ports(spec.params),
+        outputs: ports(spec.outputs),
+        capabilities,
+    })
+}
+
+fn compile_and_store(
+    sandbox: &Sandbox,
+    bytes: &[u8],
+    cache_file: &Path,
+) -> Result<Component, String> {
+    let component = Component::new(sandbox.engine(), bytes)
+        .map_err(|e| format!("not a valid pflow component: {e:#}"))?;
+    match component.serialize() {
+        Ok(serialized) => {
+            // A cache that cannot be written only costs time on the next run.
+            if let Err(e) = write_atomically(cache_file, &serialized) {
+                tracing::warn!("cannot cache compiled component: {e}");
+            }
+        }
+        Err(e) => tracing::warn!("cannot serialize compiled component: {e:#}"),
+    }
+    Ok(component)
+}
+
+fn load_or_compile(
+    sandbox: &Sandbox,
+    path: &Path,
+    cache_file: &Path,
+) -> Result<(Component, CacheUse), String> {
+    // SAFETY: the file was written by `compile_and_store` for an engine with this
+    // compatibility hash (it is part of the path). wasmtime checks the header and the engine
+    // settings again; a file that fails that check is recompiled.
+    match unsafe { Component::deserialize_file(sandbox.engine(), cache_file) } {
+        Ok(component) => Ok((component, CacheUse::Hit)),
+        Err(e) => {
+            tracing::debug!(
+                "compiled-component cache miss for {}: {e:#}",
+                path.display()
+            );
+            let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+            Ok((
+                compile_and_store(sandbox, &bytes, cache_file)?,
+                CacheUse::Compiled,
+            ))
+        }
+    }
+}
+
+/// Writes through a temporary file and a rename, so a reader never sees half a file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().ok_or("no parent directory")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let partial = path.with_extension(format!("partial-{}", std::process::id()));
+    std::fs::write(&partial, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+    std::fs::rename(&partial, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
