@@ -291,6 +291,10 @@ impl Executor<'_> {
     ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
         let items = match resolve_value(&batch.items, store, true) {
             Ok(Value::Array(items)) => items,
+            // A command's stdout holding a JSON list, say.
+            Ok(Value::String(text)) if serde_json::from_str::<Vec<Value>>(&text).is_ok() => {
+                serde_json::from_str(&text).unwrap_or_default()
+            }
             Ok(other) => {
                 let failure = NodeFailure::new(
                     "template",

@@ -262,8 +262,14 @@ fn classify_trap(
                     format!("The node crashed: {trap}. It said: {said}")
                 },
             );
-            if *trap == Trap::StackOverflow {
-                failure.message.push_str(" (too deep a recursion)");
+            match trap {
+                Trap::StackOverflow => failure.message.push_str(" (too deep a recursion)"),
+                // Rust and C keep their stack in linear memory: overflowing it shows up as
+                // an access below address zero.
+                Trap::MemoryOutOfBounds => failure
+                    .message
+                    .push_str(" (often a stack overflow: too deep a recursion)"),
+                _ => {}
             }
             failure
         }

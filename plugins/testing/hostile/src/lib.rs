@@ -48,13 +48,18 @@ impl Node for Hostile {
     }
 }
 
-/// Not a tail call, and the volatile read keeps the optimiser from folding it into a loop.
+/// Not a tail call (the result is multiplied, then added to), with a frame the optimiser
+/// cannot drop, so every level really takes stack.
 fn recurse(depth: u64) -> u64 {
     if depth == 0 {
         return 0;
     }
-    let here = unsafe { std::ptr::read_volatile(&depth) };
-    recurse(here - 1).wrapping_add(here)
+    let mut frame = [0u8; 256];
+    unsafe { std::ptr::write_volatile(&mut frame[depth as usize % 256], depth as u8) };
+    let below = recurse(depth - 1);
+    below
+        .wrapping_mul(3)
+        .wrapping_add(unsafe { std::ptr::read_volatile(&frame[7]) } as u64)
 }
 
 // `bad_json` needs to return something the SDK would never produce, so this plugin writes its

@@ -1,0 +1,38 @@
+# pflow-host recipes. On a fresh machine start with ./dev, which installs `just` itself:
+#   ./dev demo    run the example workflow end to end
+#   ./dev test    run every check and test
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# List the recipes
+default:
+    @just --list
+
+# Install the wasm toolchain (Debian's rustc 1.63 with wasm32-wasi) when it is missing
+setup:
+    cargo run -q -p pflow-plugin-build -- toolchain
+
+# Build every plugin crate into a component: built-ins in target/plugins, test plugins in target/test-plugins
+plugins:
+    cargo run -q -p pflow-plugin-build
+
+# Build the release binary and the plugins
+build: plugins
+    cargo build --release -p pflow-host
+
+# Run the example workflow end to end
+demo: build
+    ./target/release/pflow-host registry list
+    ./target/release/pflow-host run examples/word-count.json
+    ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
+
+# Every check: formatting, lints, the plugin build, all tests
+test: plugins
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -q -- -D warnings
+    cargo test --workspace
+
+# The benchmarks (release build); each prints its figure
+bench: build
+    cargo bench -p pflow-runtime --bench node_overhead
+    cargo bench -p pflow-host --bench run_example

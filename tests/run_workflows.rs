@@ -1,0 +1,220 @@
+//! Workflows end to end: data between nodes, inputs, outputs, templates, edges and batches.
+
+mod common;
+
+use common::TestHome;
+use serde_json::json;
+
+#[test]
+fn three_shell_nodes_pipe_data_with_inputs_and_declared_outputs() {
+    let home = TestHome::new();
+    let example = common::repo_root().join("examples/word-count.json");
+    let run = home
+        .command()
+        .args(["run", example.to_str().unwrap(), "text=b a B c a b", "top=2"])
+        .args(["--output-format", "json"])
+        .output()
+        .unwrap();
+    let run = common::Run::from(run);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = run.report();
+    assert_eq!(report["status"], "succeeded");
+    assert_eq!(report["outputs"]["top_words"], "b: 3\na: 2\n");
+    let ids: Vec<&str> = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["split", "count", "report"]);
+    for node in report["nodes"].as_array().unwrap() {
+        assert_eq!(node["status"], "succeeded");
+        assert!(node["duration_ms"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn text_output_prints_a_single_output_plainly_and_uses_input_defaults() {
+    let home = TestHome::new();
+    let example = common::repo_root().join("examples/word-count.json");
+    let run = home.run_args(&["run", example.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "the: 3\nbrown: 1\ndog: 1\n");
+}
+
+#[test]
+fn a_whole_string_template_keeps_its_json_type_and_mixed_text_becomes_a_string() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "inputs": {"count": {"type": "integer"}, "flags": {"type": "object"}},
+        "nodes": [
+            {"id": "source", "type": "shell", "params": {"command": "echo '{\"items\": [{\"id\": 41}, {\"id\": 42}]}'"}},
+            {"id": "echo", "type": "echo", "params": {
+                "count": "${count}",
+                "flags": "${flags}",
+                "second_id": "${source.stdout.items[1].id}",
+                "nested": {"list": ["${count}", "n=${count} f=${flags}"]},
+                "escaped": "$${count}",
+                "shell_form": "${#arr[@]} ${v:-x}"
+            }}
+        ],
+        "edges": [{"from": "source", "to": "echo"}],
+        "outputs": {"echoed": {"source": "${echo}"}}
+    });
+    let run = home.run_json(&workflow, &["count=3", r#"flags={"a":true}"#]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let echoed = &run.report()["outputs"]["echoed"];
+    assert_eq!(echoed["count"], json!(3));
+    assert_eq!(echoed["flags"], json!({"a": true}));
+    assert_eq!(echoed["second_id"], json!(42));
+    assert_eq!(echoed["nested"], json!({"list": [3, "n=3 f={\"a\":true}"]}));
+    assert_eq!(echoed["escaped"], "${count}");
+    assert_eq!(echoed["shell_form"], "${#arr[@]} ${v:-x}");
+}
+
+#[test]
+fn edges_route_on_the_action_a_node_returns() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "inputs": {"route": {"type": "string"}},
+        "nodes": [
+            {"id": "decide", "type": "echo", "params": {"action": "${route}"}},
+            {"id": "left", "type": "echo", "params": {"side": "left"}},
+            {"id": "right", "type": "echo", "params": {"side": "right"}}
+        ],
+        "edges": [
+            {"from": "decide", "to": "left", "action": "go_left"},
+            {"from": "decide", "to": "right", "action": "go_right"}
+        ]
+    });
+    for (route, ran) in [("go_left", "left"), ("go_right", "right")] {
+        let run = home.run_json(&workflow, &[&format!("route={route}")]);
+        assert_eq!(run.code, 0, "{}", run.stdout);
+        let nodes = run.report()["nodes"].clone();
+        assert_eq!(nodes.as_array().unwrap().len(), 2);
+        assert_eq!(nodes[0]["action"], route);
+        assert_eq!(nodes[1]["id"], ran);
+    }
+}
+
+#[test]
+fn a_failing_node_follows_its_error_edge_and_writes_error_in_its_namespace() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [
+            {"id": "fail", "type": "shell", "params": {"command": "echo oops >&2; exit 3"}},
+            {"id": "handle", "type": "echo", "params": {"saw": "${fail.error}"}}
+        ],
+        "edges": [{"from": "fail", "to": "handle", "action": "error"}],
+        "outputs": {"saw": {"source": "${handle.saw}"}}
+    });
+    let run = home.run_json(&workflow, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let report = run.report();
+    assert_eq!(report["nodes"][0]["status"], "failed");
+    assert_eq!(report["nodes"][0]["error"]["category"], "command_failed");
+    assert_eq!(report["outputs"]["saw"], "Command exited with code 3: oops");
+}
+
+#[test]
+fn an_unhandled_node_error_fails_the_run_with_that_error() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [
+            {"id": "fail", "type": "shell", "params": {"command": "exit 7"}},
+            {"id": "never", "type": "echo", "params": {}}
+        ],
+        "edges": [{"from": "fail", "to": "never"}]
+    });
+    let run = home.run_json(&workflow, &[]);
+    assert_eq!(run.code, 1);
+    let report = run.report();
+    assert_eq!(report["status"], "failed");
+    assert_eq!(report["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(report["error"]["node_id"], "fail");
+    assert_eq!(report["error"]["category"], "command_failed");
+    assert_eq!(report["error"]["fixable"], true);
+}
+
+#[test]
+fn batch_runs_the_node_once_per_item() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [
+            {"id": "list", "type": "shell", "params": {"command": "echo '[\"a\", \"b\", \"c\"]'"}},
+            {"id": "shout", "type": "shell",
+             "batch": {"items": "${list.stdout}", "as": "letter"},
+             "params": {"command": "printf '%s%s' \"$L\" \"$I\" | tr a-z A-Z", "env": {"L": "${letter}", "I": "${__index__}"}}}
+        ],
+        "edges": [{"from": "list", "to": "shout"}],
+        "outputs": {"results": {"source": "${shout.results}"}, "count": {"source": "${shout.count}"}}
+    });
+    let run = home.run_json(&workflow, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let outputs = &run.report()["outputs"];
+    assert_eq!(outputs["count"], 3);
+    let stdouts: Vec<&str> = outputs["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["stdout"].as_str().unwrap())
+        .collect();
+    assert_eq!(stdouts, ["A0", "B1", "C2"]);
+}
+
+#[test]
+fn batch_continue_collects_errors_and_fail_fast_stops() {
+    let home = TestHome::new();
+    let workflow = |mode: &str| {
+        json!({
+            "ir_version": "0.1.0",
+            "nodes": [{"id": "each", "type": "shell",
+                "batch": {"items": [0, 1, 0], "error_handling": mode},
+                "params": {"command": "exit ${item}"}}],
+            "outputs": {"errors": {"source": "${each.error_count}"}}
+        })
+    };
+    let run = home.run_json(&workflow("continue"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.report()["outputs"]["errors"], 1);
+    let run = home.run_json(&workflow("fail_fast"), &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.report()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Batch item 1 failed"));
+}
+
+#[test]
+fn start_node_and_piped_stdin_input_are_honoured() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "inputs": {"data": {"type": "string", "stdin": true}},
+        "start_node": "second",
+        "nodes": [
+            {"id": "first", "type": "echo", "params": {}},
+            {"id": "second", "type": "shell", "params": {"command": "wc -l", "stdin": "${data}"}}
+        ],
+        "outputs": {"lines": {"source": "${second.stdout}"}}
+    });
+    let path = home.workflow("stdin.json", &workflow);
+    let mut child = home
+        .command()
+        .args(["run", path.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"1\n2\n3\n").unwrap();
+    let run = common::Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "3");
+}

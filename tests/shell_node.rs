@@ -1,0 +1,116 @@
+//! pflow's shell node: params, outputs, and failures, through real processes.
+
+mod common;
+
+use common::TestHome;
+use serde_json::{json, Value};
+
+fn shell(home: &TestHome, params: Value) -> common::Run {
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [{"id": "sh", "type": "shell", "params": params}],
+        "outputs": {"out": {"source": "${sh}"}}
+    });
+    home.run_json(&workflow, &[])
+}
+
+#[test]
+fn captures_stdout_stderr_and_exit_code() {
+    let run = shell(&TestHome::new(), json!({"command": "echo out; echo err >&2"}));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(
+        run.report()["outputs"]["out"],
+        json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 0})
+    );
+}
+
+#[test]
+fn structured_stdin_is_passed_as_json_and_text_as_is() {
+    let home = TestHome::new();
+    let run = shell(&home, json!({"command": "cat", "stdin": {"a": [1, 2]}}));
+    assert_eq!(run.report()["outputs"]["out"]["stdout"], r#"{"a":[1,2]}"#);
+    let run = shell(&home, json!({"command": "cat", "stdin": "plain\ntext"}));
+    assert_eq!(run.report()["outputs"]["out"]["stdout"], "plain\ntext");
+}
+
+#[test]
+fn cwd_and_env_apply_to_the_command() {
+    let home = TestHome::new();
+    let dir = home.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = shell(
+        &home,
+        json!({"command": "pwd; echo \"$GREETING $COUNT\"", "cwd": dir, "env": {"GREETING": "hi", "COUNT": 2}}),
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(
+        run.report()["outputs"]["out"]["stdout"],
+        format!("{}\nhi 2\n", dir.display())
+    );
+}
+
+#[test]
+fn a_non_zero_exit_fails_with_stderr_unless_ignore_errors() {
+    let home = TestHome::new();
+    let run = shell(&home, json!({"command": "echo partial; echo 'no such thing' >&2; exit 4"}));
+    assert_eq!(run.code, 1);
+    let error = &run.report()["error"];
+    assert_eq!(error["category"], "command_failed");
+    assert_eq!(error["message"], "Command exited with code 4: no such thing");
+    assert_eq!(error["sample"], "partial\n");
+
+    let run = shell(&home, json!({"command": "exit 4", "ignore_errors": true}));
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert_eq!(run.report()["outputs"]["out"]["exit_code"], 4);
+}
+
+#[test]
+fn the_command_timeout_kills_it() {
+    let run = shell(&TestHome::new(), json!({"command": "sleep 10", "timeout": 0.3}));
+    assert_eq!(run.code, 1);
+    let error = &run.report()["error"];
+    assert_eq!(error["category"], "timeout");
+    assert!(
+        error["message"].as_str().unwrap().contains("the command's timeout"),
+        "{error}"
+    );
+}
+
+#[test]
+fn missing_or_mistyped_params_are_fixable_bad_params() {
+    let home = TestHome::new();
+    let run = shell(&home, json!({"cmd": "ls"}));
+    let error = &run.report()["error"];
+    assert_eq!(error["category"], "bad_params");
+    assert_eq!(error["fixable"], true);
+    assert_eq!(
+        error["message"],
+        "Missing required parameter 'command'. Given parameters: cmd."
+    );
+    let run = shell(&home, json!({"command": "ls", "timeout": "soon"}));
+    assert_eq!(
+        run.report()["error"]["message"],
+        "Parameter 'timeout' must be a non-negative number, got \"soon\"."
+    );
+}
+
+#[test]
+fn a_cwd_that_does_not_exist_is_reported() {
+    let run = shell(&TestHome::new(), json!({"command": "true", "cwd": "/no/such/dir"}));
+    let error = &run.report()["error"];
+    assert_eq!(error["category"], "command_failed");
+    assert!(error["message"].as_str().unwrap().starts_with("Cannot start 'sh'"), "{error}");
+}
+
+#[test]
+fn huge_output_is_capped() {
+    let home = TestHome::new();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "sandbox": {"output_mb": 1},
+        "nodes": [{"id": "sh", "type": "shell", "params": {"command": "head -c 5000000 /dev/zero | tr '\\0' x"}}]
+    });
+    let run = home.run_json(&workflow, &[]);
+    // Each stream is captured up to the cap; the JSON returned is then just over it.
+    assert_eq!(run.report()["error"]["category"], "output_limit");
+}
