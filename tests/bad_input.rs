@@ -18,7 +18,8 @@ fn unreadable_file() {
     let run = home.run_args(&["run", "/nonexistent/flow.json"]);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("Cannot read workflow file '/nonexistent/flow.json'")
+        run.stderr
+            .contains("Cannot read workflow file '/nonexistent/flow.json'")
             && run.stderr.contains("No such file or directory"),
         "{}",
         run.stderr
@@ -32,7 +33,8 @@ fn invalid_json_names_line_and_column() {
     let run = home.run_args(&["run", &path]);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr.contains("invalid JSON at line 4, column 16: expected `,` or `}`"),
+        run.stderr
+            .contains("invalid JSON at line 4, column 16: expected `,` or `}`"),
         "{}",
         run.stderr
     );
@@ -46,12 +48,28 @@ fn wrong_shape_names_the_json_path_and_the_fix() {
         "nodes": [{"id": "a", "type": "echo"}, {"id": "b", "type": "echo"}],
         "edges": [{"from_node": "a", "to_node": "b"}]
     });
-    let path = write(&home, "shape.json", &serde_json::to_string_pretty(&flow).unwrap());
+    let path = write(
+        &home,
+        "shape.json",
+        &serde_json::to_string_pretty(&flow).unwrap(),
+    );
     let run = home.run_args(&["run", &path]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("invalid workflow at edges[0]"), "{}", run.stderr);
-    assert!(run.stderr.contains("unknown field `from_node`"), "{}", run.stderr);
-    assert!(run.stderr.contains("(edges use `from` and `to`)"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("invalid workflow at edges[0]"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("unknown field `from_node`"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("(edges use `from` and `to`)"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -64,7 +82,10 @@ fn structural_problems_are_all_listed() {
     });
     let run = home.run_json(&flow, &[]);
     assert_eq!(run.code, 2);
-    let message = run.report()["error"]["message"].as_str().unwrap().to_string();
+    let message = run.report()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for expected in [
         "ir_version '1' must look like MAJOR.MINOR.PATCH",
         "nodes[1].id 'a' is used twice",
@@ -77,7 +98,8 @@ fn structural_problems_are_all_listed() {
 #[test]
 fn unknown_node_type_suggests_the_closest_known_types() {
     let home = TestHome::new();
-    let flow = json!({"ir_version": "0.1.0", "nodes": [{"id": "run", "type": "shel", "params": {}}]});
+    let flow =
+        json!({"ir_version": "0.1.0", "nodes": [{"id": "run", "type": "shel", "params": {}}]});
     let run = home.run_json(&flow, &[]);
     assert_eq!(run.code, 2);
     let error = &run.report()["error"];
@@ -87,7 +109,10 @@ fn unknown_node_type_suggests_the_closest_known_types() {
         message.starts_with("Unknown node type: 'shel' (node 'run'). Did you mean: shell?"),
         "{message}"
     );
-    assert!(message.contains("Known types: echo, hostile, shell."), "{message}");
+    assert!(
+        message.contains("Known types: echo, hostile, shell."),
+        "{message}"
+    );
 }
 
 #[test]
@@ -199,8 +224,22 @@ fn malformed_documents_never_panic() {
     for (i, document) in documents.iter().enumerate() {
         let path = write(&home, &format!("doc{i}.json"), document);
         let run = home.run_args(&["run", &path]);
-        assert!(run.code == 1 || run.code == 2, "document {i} gave {}: {}", run.code, run.stderr);
-        assert!(run.stderr.starts_with("error: "), "document {i}: {}", run.stderr);
-        assert_eq!(run.stderr.trim_end().lines().count(), 1, "document {i}: one paragraph: {}", run.stderr);
+        assert!(
+            run.code == 1 || run.code == 2,
+            "document {i} gave {}: {}",
+            run.code,
+            run.stderr
+        );
+        assert!(
+            run.stderr.starts_with("error: "),
+            "document {i}: {}",
+            run.stderr
+        );
+        assert_eq!(
+            run.stderr.trim_end().lines().count(),
+            1,
+            "document {i}: one paragraph: {}",
+            run.stderr
+        );
     }
 }

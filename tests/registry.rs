@@ -12,7 +12,10 @@ fn list_shows_every_type_with_origin_and_capabilities() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = run.report();
     let plugins = report["plugins"].as_array().unwrap();
-    let types: Vec<&str> = plugins.iter().map(|p| p["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = plugins
+        .iter()
+        .map(|p| p["type"].as_str().unwrap())
+        .collect();
     assert_eq!(types, ["echo", "hostile", "shell"]);
     let shell = plugins.iter().find(|p| p["type"] == "shell").unwrap();
     assert_eq!(shell["origin"], "builtin");
@@ -26,7 +29,11 @@ fn list_shows_every_type_with_origin_and_capabilities() {
     assert_eq!(echo["capabilities"], json!([]));
 
     let text = home.run_args(&["registry", "list"]);
-    assert!(text.stdout.contains("[process (denied)]"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("[process (denied)]"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]
@@ -34,12 +41,21 @@ fn describe_shows_params_and_outputs() {
     let home = TestHome::new();
     let run = home.run_args(&["registry", "describe", "shell"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.starts_with("shell: Run a shell command."), "{}", run.stdout);
-    assert!(run.stdout.contains("command (string, required): Command line, run with sh -c"));
+    assert!(
+        run.stdout.starts_with("shell: Run a shell command."),
+        "{}",
+        run.stdout
+    );
+    assert!(run
+        .stdout
+        .contains("command (string, required): Command line, run with sh -c"));
     assert!(run.stdout.contains("exit_code (int, required)"));
     assert!(run.stdout.contains("capabilities: log, process"));
 
     let run = home.run_args(&["registry", "describe", "shel"]);
     assert_eq!(run.code, 2);
-    assert_eq!(run.stderr.trim(), "error: Unknown node type: 'shel'. Did you mean: shell?");
+    assert_eq!(
+        run.stderr.trim(),
+        "error: Unknown node type: 'shel'. Did you mean: shell?"
+    );
 }

@@ -11,7 +11,12 @@ fn three_shell_nodes_pipe_data_with_inputs_and_declared_outputs() {
     let example = common::repo_root().join("examples/word-count.json");
     let run = home
         .command()
-        .args(["run", example.to_str().unwrap(), "text=b a B c a b", "top=2"])
+        .args([
+            "run",
+            example.to_str().unwrap(),
+            "text=b a B c a b",
+            "top=2",
+        ])
         .args(["--output-format", "json"])
         .output()
         .unwrap();

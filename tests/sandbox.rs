@@ -21,7 +21,11 @@ fn attack(home: &TestHome, attack: &str, sandbox: Value) -> Value {
         "outputs": {"went_on": {"source": "${after.went_on}"}}
     });
     let run = home.run_json(&workflow, &[]);
-    assert_eq!(run.code, 0, "the run must go on after the attack: {}", run.stdout);
+    assert_eq!(
+        run.code, 0,
+        "the run must go on after the attack: {}",
+        run.stdout
+    );
     assert_eq!(run.report()["outputs"]["went_on"], true);
     let node = run.node("attack");
     assert_eq!(node["status"], "failed");
@@ -38,7 +42,10 @@ fn an_infinite_loop_runs_out_of_fuel() {
     assert_eq!(error["category"], "fuel_exhausted");
     assert_eq!(error["source"], "sandbox");
     assert_eq!(error["fixable"], false);
-    assert!(error["message"].as_str().unwrap().contains("500000000 units"));
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("500000000 units"));
 }
 
 #[test]
@@ -50,7 +57,10 @@ fn an_infinite_loop_with_fuel_to_spare_hits_the_wall_time_limit() {
         json!({"fuel": u64::MAX, "timeout_seconds": 0.3}),
     );
     assert_eq!(error["category"], "timeout");
-    assert!(error["message"].as_str().unwrap().contains("0.3 s wall-time limit"));
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("0.3 s wall-time limit"));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
@@ -58,7 +68,10 @@ fn an_infinite_loop_with_fuel_to_spare_hits_the_wall_time_limit() {
 fn a_memory_bomb_hits_the_memory_cap() {
     let error = attack(&TestHome::new(), "memory", tight());
     assert_eq!(error["category"], "memory_limit");
-    assert!(error["message"].as_str().unwrap().contains("64.0 MiB limit"));
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("64.0 MiB limit"));
 }
 
 #[test]
@@ -66,7 +79,10 @@ fn deep_recursion_traps() {
     let error = attack(&TestHome::new(), "recursion", tight());
     assert_eq!(error["category"], "trap");
     assert!(
-        error["message"].as_str().unwrap().contains("stack overflow"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("stack overflow"),
         "{error}"
     );
 }
@@ -88,7 +104,13 @@ fn a_panic_traps_with_the_plugins_message() {
 fn oversized_output_hits_the_output_cap() {
     let error = attack(&TestHome::new(), "huge_output", tight());
     assert_eq!(error["category"], "output_limit");
-    assert!(error["message"].as_str().unwrap().contains("over the 1.0 MiB limit"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("over the 1.0 MiB limit"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -152,12 +174,22 @@ fn the_wall_time_limit_bounds_host_calls_and_kills_the_command() {
     });
     let started = Instant::now();
     let run = home.run_json(&workflow, &[]);
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
     let error = &run.report()["error"];
     assert_eq!(error["category"], "timeout");
-    assert!(error["message"].as_str().unwrap().contains("wall-time limit"));
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("wall-time limit"));
     std::thread::sleep(Duration::from_secs(5));
-    assert!(!marker.exists(), "the command's process group must be killed");
+    assert!(
+        !marker.exists(),
+        "the command's process group must be killed"
+    );
 }
 
 #[test]
@@ -185,7 +217,11 @@ fn ctrl_c_stops_the_run_kills_the_command_and_exits_130() {
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let run = common::Run::from(child.wait_with_output().unwrap());
-    assert!(started.elapsed() < Duration::from_secs(2), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        started.elapsed()
+    );
     assert_eq!(run.code, 130, "{}", run.stderr);
     let report = run.report();
     assert_eq!(report["status"], "cancelled");
@@ -259,7 +295,8 @@ fn a_file_that_is_not_a_component_is_skipped_with_a_warning() {
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("shell"), "{}", run.stdout);
     assert!(
-        run.stderr.contains("broken.wasm: not a valid pflow component"),
+        run.stderr
+            .contains("broken.wasm: not a valid pflow component"),
         "{}",
         run.stderr
     );

@@ -16,7 +16,10 @@ fn shell(home: &TestHome, params: Value) -> common::Run {
 
 #[test]
 fn captures_stdout_stderr_and_exit_code() {
-    let run = shell(&TestHome::new(), json!({"command": "echo out; echo err >&2"}));
+    let run = shell(
+        &TestHome::new(),
+        json!({"command": "echo out; echo err >&2"}),
+    );
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert_eq!(
         run.report()["outputs"]["out"],
@@ -52,11 +55,17 @@ fn cwd_and_env_apply_to_the_command() {
 #[test]
 fn a_non_zero_exit_fails_with_stderr_unless_ignore_errors() {
     let home = TestHome::new();
-    let run = shell(&home, json!({"command": "echo partial; echo 'no such thing' >&2; exit 4"}));
+    let run = shell(
+        &home,
+        json!({"command": "echo partial; echo 'no such thing' >&2; exit 4"}),
+    );
     assert_eq!(run.code, 1);
     let error = &run.report()["error"];
     assert_eq!(error["category"], "command_failed");
-    assert_eq!(error["message"], "Command exited with code 4: no such thing");
+    assert_eq!(
+        error["message"],
+        "Command exited with code 4: no such thing"
+    );
     assert_eq!(error["sample"], "partial\n");
 
     let run = shell(&home, json!({"command": "exit 4", "ignore_errors": true}));
@@ -66,12 +75,18 @@ fn a_non_zero_exit_fails_with_stderr_unless_ignore_errors() {
 
 #[test]
 fn the_command_timeout_kills_it() {
-    let run = shell(&TestHome::new(), json!({"command": "sleep 10", "timeout": 0.3}));
+    let run = shell(
+        &TestHome::new(),
+        json!({"command": "sleep 10", "timeout": 0.3}),
+    );
     assert_eq!(run.code, 1);
     let error = &run.report()["error"];
     assert_eq!(error["category"], "timeout");
     assert!(
-        error["message"].as_str().unwrap().contains("the command's timeout"),
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("the command's timeout"),
         "{error}"
     );
 }
@@ -96,10 +111,19 @@ fn missing_or_mistyped_params_are_fixable_bad_params() {
 
 #[test]
 fn a_cwd_that_does_not_exist_is_reported() {
-    let run = shell(&TestHome::new(), json!({"command": "true", "cwd": "/no/such/dir"}));
+    let run = shell(
+        &TestHome::new(),
+        json!({"command": "true", "cwd": "/no/such/dir"}),
+    );
     let error = &run.report()["error"];
     assert_eq!(error["category"], "command_failed");
-    assert!(error["message"].as_str().unwrap().starts_with("Cannot start 'sh'"), "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Cannot start 'sh'"),
+        "{error}"
+    );
 }
 
 #[test]

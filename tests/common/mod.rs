@@ -7,14 +7,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// The components `just plugins` builds; the tests need them.
 pub fn plugin_dir(kind: &str) -> PathBuf {
     let dir = repo_root().join("target").join(kind);
     assert!(
-        dir.join(if kind == "plugins" { "shell.wasm" } else { "echo.wasm" }).exists(),
+        dir.join(if kind == "plugins" {
+            "shell.wasm"
+        } else {
+            "echo.wasm"
+        })
+        .exists(),
         "{} has no components: run `just plugins` first",
         dir.display()
     );
@@ -118,8 +126,12 @@ impl From<Output> for Run {
 impl Run {
     /// The JSON document printed by `--output-format json`.
     pub fn report(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 
     /// The report of node `id`.

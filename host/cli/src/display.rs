@@ -59,12 +59,9 @@ impl Progress {
                     report.node_type,
                     format_ms(report.duration_ms)
                 );
-                match self.spinner.take() {
-                    Some(spinner) => spinner.finish_with_message(String::new()),
-                    None => {}
+                if let Some(spinner) = self.spinner.take() {
+                    spinner.finish_and_clear();
                 }
-                // Replace the spinner line with the final one.
-                eprint!("\r\x1b[2K");
                 eprintln!("{line}");
             }
         }

@@ -64,21 +64,21 @@ impl Template {
         while let Some(at) = rest.find('$') {
             literal.push_str(&rest[..at]);
             let tail = &rest[at..];
-            if tail.starts_with("$${") {
+            if let Some(after) = tail.strip_prefix("$${") {
                 literal.push_str("${");
-                rest = &tail[3..];
-            } else if tail.starts_with("${") {
-                match parse_reference(&tail[2..]) {
+                rest = after;
+            } else if let Some(inside) = tail.strip_prefix("${") {
+                match parse_reference(inside) {
                     Some((reference, used)) => {
                         if !literal.is_empty() {
                             parts.push(Part::Text(std::mem::take(&mut literal)));
                         }
                         parts.push(Part::Ref(reference));
-                        rest = &tail[2 + used..];
+                        rest = &inside[used..];
                     }
                     None => {
                         literal.push_str("${");
-                        rest = &tail[2..];
+                        rest = inside;
                     }
                 }
             } else {
