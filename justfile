@@ -30,7 +30,7 @@ demo: build
 test: plugins
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -q -- -D warnings
-    cargo test --workspace
+    if cargo nextest --version >/dev/null 2>&1; then cargo nextest run --workspace --no-fail-fast; else cargo test --workspace --no-fail-fast; fi
 
 # The benchmarks (release build); each prints its figure
 bench: build

@@ -196,10 +196,13 @@ fn the_wall_time_limit_bounds_host_calls_and_kills_the_command() {
 fn ctrl_c_stops_the_run_kills_the_command_and_exits_130() {
     let home = TestHome::new();
     let marker = home.path().join("survived");
+    let started_marker = home.path().join("started");
     let workflow = json!({
         "ir_version": "0.1.0",
         "nodes": [
-            {"id": "slow", "type": "shell", "params": {"command": format!("sleep 3; touch {}", marker.display())}},
+            {"id": "slow", "type": "shell", "params": {"command": format!(
+                "touch {}; sleep 3; touch {}", started_marker.display(), marker.display()
+            )}},
             {"id": "never", "type": "echo", "params": {}}
         ],
         "edges": [{"from": "slow", "to": "never"}]
@@ -212,7 +215,14 @@ fn ctrl_c_stops_the_run_kills_the_command_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    let waiting = Instant::now();
+    while !started_marker.exists() {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let started = Instant::now();
     // SAFETY: signalling the child we started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -300,4 +310,19 @@ fn a_file_that_is_not_a_component_is_skipped_with_a_warning() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_node_sees_neither_the_hosts_environment_nor_its_files() {
+    let home = TestHome::new();
+    for (attack, nothing) in [("environment", json!([])), ("files", json!(false))] {
+        let workflow = json!({
+            "ir_version": "0.1.0",
+            "nodes": [{"id": "look", "type": "hostile", "params": {"attack": attack}}],
+            "outputs": {"found": {"source": "${look.result}"}}
+        });
+        let run = home.run_json(&workflow, &[]);
+        assert_eq!(run.code, 0, "{}", run.stdout);
+        assert_eq!(run.report()["outputs"]["found"], nothing, "{attack}");
+    }
 }

@@ -280,7 +280,7 @@ impl Reference {
                         return Err(unresolved(
                             format!(
                                 "Template {self} cannot be resolved: '{walked}' is {}, not an object with field '{field}'",
-                                kind(other)
+                                crate::json_kind(other)
                             ),
                             Vec::new(),
                         ))
@@ -314,7 +314,7 @@ impl Reference {
                             return Err(unresolved(
                                 format!(
                                     "Template {self} cannot be resolved: '{walked}' is {}, not a list",
-                                    kind(other)
+                                    crate::json_kind(other)
                                 ),
                                 Vec::new(),
                             ))
@@ -334,17 +334,6 @@ fn index_value(value: &Value) -> Option<usize> {
         Value::Number(n) => n.as_u64().map(|n| n as usize),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -5,7 +5,7 @@ use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::registry::{CacheUse, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
-use pflow_ir::template::{resolve_value, Scope, Template};
+use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
 use pflow_ir::{BatchConfig, BatchErrorHandling, InputSpec, TemplateMode, Workflow};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -289,28 +289,9 @@ impl Executor<'_> {
         store: &Map<String, Value>,
         strict: bool,
     ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
-        let items = match resolve_value(&batch.items, store, true) {
-            Ok(Value::Array(items)) => items,
-            // A command's stdout holding a JSON list, say.
-            Ok(Value::String(text)) if serde_json::from_str::<Vec<Value>>(&text).is_ok() => {
-                serde_json::from_str(&text).unwrap_or_default()
-            }
-            Ok(other) => {
-                let failure = NodeFailure::new(
-                    "template",
-                    "batch_items",
-                    format!("batch.items must resolve to a list, got: {other}"),
-                );
-                return (Err(failure.at(exec.node_id, exec.node_type)), None);
-            }
-            Err(e) => {
-                let failure = NodeFailure {
-                    fixable: true,
-                    available: e.available,
-                    ..NodeFailure::new("template", "template_error", e.message)
-                };
-                return (Err(failure.at(exec.node_id, exec.node_type)), None);
-            }
+        let items = match batch_items(batch, store) {
+            Ok(items) => items,
+            Err(failure) => return (Err(failure.at(exec.node_id, exec.node_type)), None),
         };
         let mut results = Vec::with_capacity(items.len());
         let mut errors = Vec::new();
@@ -394,19 +375,47 @@ fn resolve_params(
     params
         .iter()
         .map(|(key, value)| {
-            let resolved = resolve_value(value, scope, strict).map_err(|e| NodeFailure {
-                fixable: true,
-                attempted: vec![e.template.clone()],
-                available: e.available,
-                ..NodeFailure::new(
-                    "template",
-                    "template_error",
-                    format!("In param '{key}': {}", e.message),
-                )
-            })?;
+            let resolved = resolve_value(value, scope, strict)
+                .map_err(|e| template_failure(e, "template_error", &format!("In param '{key}'")))?;
             Ok((key.clone(), resolved))
         })
         .collect()
+}
+
+/// The list a batch runs over: an array, or text holding a JSON array (a command's stdout).
+fn batch_items(batch: &BatchConfig, store: &Map<String, Value>) -> Result<Vec<Value>, NodeFailure> {
+    let value = resolve_value(&batch.items, store, true)
+        .map_err(|e| template_failure(e, "template_error", "In batch.items"))?;
+    if let Value::String(text) = &value {
+        if let Ok(items) = serde_json::from_str::<Vec<Value>>(text) {
+            return Ok(items);
+        }
+    }
+    match value {
+        Value::Array(items) => Ok(items),
+        other => Err(NodeFailure {
+            fixable: true,
+            ..NodeFailure::new(
+                "template",
+                "batch_items",
+                format!("batch.items must resolve to a list, got: {other}"),
+            )
+        }),
+    }
+}
+
+/// A template that did not resolve, as a fixable failure saying where it was.
+fn template_failure(unresolved: Unresolved, category: &str, place: &str) -> NodeFailure {
+    NodeFailure {
+        fixable: true,
+        attempted: vec![unresolved.template],
+        available: unresolved.available,
+        ..NodeFailure::new(
+            "template",
+            category,
+            format!("{place}: {}", unresolved.message),
+        )
+    }
 }
 
 fn write_outputs(
@@ -521,16 +530,9 @@ fn collect_outputs(
     let mut outputs = Map::new();
     for (name, spec) in &workflow.outputs {
         let value = match &spec.source {
-            Some(source) => Template::parse(source).resolve(store, strict).map_err(|e| NodeFailure {
-                fixable: true,
-                attempted: vec![e.template.clone()],
-                available: e.available,
-                ..NodeFailure::new(
-                    "template",
-                    "output_source",
-                    format!("Output '{name}' cannot be filled: {}", e.message),
-                )
-            })?,
+            Some(source) => Template::parse(source)
+                .resolve(store, strict)
+                .map_err(|e| template_failure(e, "output_source", &format!("Output '{name}' cannot be filled")))?,
             None => store.get(name).cloned().ok_or_else(|| {
                 NodeFailure::new(
                     "template",

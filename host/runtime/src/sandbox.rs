@@ -193,7 +193,7 @@ fn parse_outputs(
                 category::BAD_OUTPUT,
                 format!(
                     "The node's outputs must be a JSON object, got {}.",
-                    json_kind(&other)
+                    pflow_ir::json_kind(&other)
                 ),
             ))
         }
@@ -281,18 +281,7 @@ fn classify_trap(
     }
 }
 
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
-pub(crate) fn human_bytes(bytes: u64) -> String {
+fn human_bytes(bytes: u64) -> String {
     const MIB: f64 = (1 << 20) as f64;
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / MIB)

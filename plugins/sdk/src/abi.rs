@@ -34,6 +34,27 @@ pub unsafe fn realloc(old: *mut u8, old_size: usize, align: usize, new_size: usi
     ptr
 }
 
+extern "C" {
+    /// Synthesised by the linker: runs the static constructors of wasi-libc and friends.
+    fn __wasm_call_ctors();
+}
+
+static mut INITIALIZED: bool = false;
+
+/// Runs the static constructors once, from `describe` or `run`.
+///
+/// Without an explicit call, wasm-ld wraps *every* export, `cabi_realloc` included, in a call
+/// to the constructors (and destructors). wasi-libc's constructors call WASI (to read the
+/// environment), and the component model forbids calling out of an instance while the host is
+/// in `cabi_realloc`, so such a module traps with "cannot leave component instance" as soon
+/// as the host passes it a string. Referencing the constructors here stops the wrapping.
+unsafe fn initialize_once() {
+    if !INITIALIZED {
+        INITIALIZED = true;
+        __wasm_call_ctors();
+    }
+}
+
 /// Room for the largest result an export returns: `result<node-output, node-error>` is
 /// 4 bytes of discriminant plus a 48-byte `node-error`.
 #[repr(C, align(4))]
@@ -132,7 +153,9 @@ unsafe fn write_node_error(base: *mut u8, error: NodeError) {
 ///
 /// # Safety
 /// Called once per instance by the host through the component's `describe` export.
-pub unsafe fn export_describe(spec: NodeSpec) -> *mut u8 {
+pub unsafe fn export_describe(node_describe: fn() -> NodeSpec) -> *mut u8 {
+    initialize_once();
+    let spec = node_describe();
     let area = RETURN_AREA.0.as_mut_ptr();
     write_string(area, 0, spec.name);
     write_string(area, 8, spec.description);
@@ -152,6 +175,7 @@ pub unsafe fn export_run(
     len: usize,
     node_run: fn(Params) -> Result<Outcome, NodeError>,
 ) -> *mut u8 {
+    initialize_once();
     let text = take_string(params, len);
     let result = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(serde_json::Value::Object(map)) => node_run(Params::new(map)),

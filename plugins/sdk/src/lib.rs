@@ -231,7 +231,7 @@ macro_rules! export_node_describe_only {
 
         #[no_mangle]
         pub unsafe extern "C" fn describe() -> *mut u8 {
-            $crate::abi::export_describe(<$node as $crate::Node>::describe())
+            $crate::abi::export_describe(<$node as $crate::Node>::describe)
         }
     };
 }

@@ -4,7 +4,8 @@
 //! attacks: `loop` (burns CPU forever), `memory` (allocates until refused), `recursion`
 //! (overflows the stack), `panic`, `huge_output` (returns `size_mb` MiB of JSON), `bad_json`
 //! (returns outputs that are not JSON), `spawn` (uses the process capability, which a user
-//! plugin is not granted by default).
+//! plugin is not granted by default), `environment` and `files` (look for the host's
+//! environment variables and file system, which a node does not get).
 
 use pflow_sdk::process::Command;
 use pflow_sdk::{json, Node, NodeError, NodeSpec, Outcome, Params};
@@ -39,6 +40,13 @@ impl Node for Hostile {
                 let size = params.f64_opt("size_mb")?.unwrap_or(32.0) as usize;
                 Ok(json!({ "result": "x".repeat(size << 20) }).into())
             }
+            // Reading the environment links wasi-libc's environ constructor, which calls WASI:
+            // the SDK must run it from `run`, not let wasm-ld wrap `cabi_realloc` with it.
+            "environment" => {
+                let names: Vec<String> = std::env::vars().map(|(name, _)| name).collect();
+                Ok(json!({ "result": names }).into())
+            }
+            "files" => Ok(json!({ "result": std::fs::read_dir("/").is_ok() }).into()),
             "spawn" => {
                 let output = Command::new("true").run()?;
                 Ok(json!({ "result": output.exit_code }).into())
