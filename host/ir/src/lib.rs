@@ -5,8 +5,8 @@ pub mod template;
 mod workflow;
 
 pub use workflow::{
-    default_action, is_node_id, BatchConfig, BatchErrorHandling, Edge, InputSpec, Node, OutputSpec,
-    ParseError, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
+    default_action, is_node_id, BatchConfig, BatchErrorHandling, Edge, HttpOverrides, InputSpec,
+    Node, OutputSpec, ParseError, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
 };
 
 /// The closest of `candidates` to `wanted`, best first, for "did you mean" hints.

@@ -151,6 +151,18 @@ pub struct SandboxOverrides {
     /// Cap on the JSON a node returns, in MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_mb: Option<f64>,
+    /// Narrows the HTTP policy of the settings; it can never widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpOverrides>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpOverrides {
+    /// Hosts (`api.example.com`, `*.example.com`) this workflow or node may reach, on top of
+    /// those the settings allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// Types pflow accepts for inputs, aliases included.

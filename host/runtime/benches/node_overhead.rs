@@ -37,6 +37,7 @@ fn main() {
         node_type: "echo",
         limits: Limits::default(),
         grants: Grants::default(),
+        http_policy: Default::default(),
     };
     let params: Map<String, Value> = json!({"message": "hello", "n": 42})
         .as_object()

@@ -64,4 +64,5 @@ pub mod category {
     pub const OUTPUT_LIMIT: &str = "output_limit";
     pub const POLICY_DENIED: &str = "policy_denied";
     pub const PLUGIN_LOAD: &str = "plugin_load";
+    pub const NETWORK: &str = "network";
 }

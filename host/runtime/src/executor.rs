@@ -1,14 +1,19 @@
 //! Runs a workflow: inputs in, nodes in edge order with `${...}` resolved against the shared
 //! store, each node in its own sandboxed instance, declared outputs out.
 
+use crate::capabilities::http::HttpPolicy;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::registry::{CacheUse, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
 use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
-use pflow_ir::{BatchConfig, BatchErrorHandling, InputSpec, TemplateMode, Workflow};
+use pflow_ir::{
+    BatchConfig, BatchErrorHandling, HttpOverrides, InputSpec, SandboxOverrides, TemplateMode,
+    Workflow,
+};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// More node executions than this in one run means a loop in the edges that never ends.
@@ -116,6 +121,8 @@ pub struct Executor<'a> {
     pub registry: &'a Registry,
     /// Limits before the workflow's and the node's own `sandbox` overrides.
     pub limits: Limits,
+    /// The settings' HTTP policy, before the workflow and the node narrow it.
+    pub http_policy: HttpPolicy,
 }
 
 impl Executor<'_> {
@@ -133,6 +140,9 @@ impl Executor<'_> {
         let plugins = self.plugins_for(workflow)?;
         let strict = workflow.template_resolution_mode == TemplateMode::Strict;
         let workflow_limits = self.limits.with(workflow.sandbox.as_ref());
+        let workflow_http = self
+            .http_policy
+            .narrowed(http_overrides(workflow.sandbox.as_ref()));
 
         let mut reports = Vec::new();
         let mut failure = None;
@@ -166,6 +176,9 @@ impl Executor<'_> {
                 node_type: &node.type_name,
                 limits: workflow_limits.with(node.sandbox.as_ref()),
                 grants: plugin.grants,
+                http_policy: Arc::new(
+                    workflow_http.narrowed(http_overrides(node.sandbox.as_ref())),
+                ),
             };
             let (result, cache) = match &node.batch {
                 None => self.run_once(plugin, &exec, &node.params, &store, strict),
@@ -346,6 +359,10 @@ impl Executor<'_> {
         };
         (Ok(outcome), cache)
     }
+}
+
+fn http_overrides(sandbox: Option<&SandboxOverrides>) -> Option<&HttpOverrides> {
+    sandbox.and_then(|s| s.http.as_ref())
 }
 
 struct BatchScope<'a> {

@@ -79,6 +79,44 @@ pub struct Settings {
     pub sandbox: Option<SandboxOverrides>,
     #[serde(default)]
     pub plugins: PluginSettings,
+    #[serde(default)]
+    pub http: HttpSettings,
+}
+
+/// What the `http` capability may do, for every workflow (which can only narrow it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSettings {
+    /// Host names (`api.example.com`), subdomain patterns (`*.example.com`), or `*` for any.
+    #[serde(default = "any_host")]
+    pub allowed_hosts: Vec<String>,
+    #[serde(default = "web_schemes")]
+    pub allowed_schemes: Vec<String>,
+    /// Responses larger than this fail with `response_too_large`.
+    #[serde(default = "default_max_response_mb")]
+    pub max_response_mb: f64,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        HttpSettings {
+            allowed_hosts: any_host(),
+            allowed_schemes: web_schemes(),
+            max_response_mb: default_max_response_mb(),
+        }
+    }
+}
+
+fn any_host() -> Vec<String> {
+    vec!["*".to_string()]
+}
+
+fn web_schemes() -> Vec<String> {
+    vec!["http".to_string(), "https".to_string()]
+}
+
+fn default_max_response_mb() -> f64 {
+    10.0
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

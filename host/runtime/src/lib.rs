@@ -22,6 +22,7 @@ pub use limits::Limits;
 pub use registry::{Origin, PluginDir, Registry};
 pub use sandbox::Sandbox;
 
+use capabilities::http::HttpPolicy;
 use std::path::PathBuf;
 
 /// Everything a command needs to run workflows: the sandbox, the plugins and the settings.
@@ -62,6 +63,7 @@ impl Host {
             sandbox: &self.sandbox,
             registry: &self.registry,
             limits: Limits::default().with(self.settings.sandbox.as_ref()),
+            http_policy: HttpPolicy::from_settings(&self.settings.http),
         }
     }
 }

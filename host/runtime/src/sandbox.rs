@@ -3,6 +3,7 @@
 //! `NodeFailure` with a category of its own, and carries on.
 
 use crate::bindings::{Node, NodePre};
+use crate::capabilities::http::HttpPolicy;
 use crate::capabilities::Grants;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
@@ -83,6 +84,7 @@ impl Sandbox {
             deadline,
             cancel: self.cancel.clone(),
             output_cap: exec.limits.output_bytes,
+            http_policy: exec.http_policy.clone(),
             log_messages: 0,
             stopped_by: None,
         };
@@ -116,6 +118,7 @@ impl Sandbox {
             node_type: "describe",
             limits: Limits::default(),
             grants: Grants::default(),
+            http_policy: Arc::default(),
         };
         let (mut store, stderr) = self.new_store(&exec);
         let result = pre
@@ -161,6 +164,7 @@ pub struct Execution<'a> {
     pub node_type: &'a str,
     pub limits: Limits,
     pub grants: Grants,
+    pub http_policy: Arc<HttpPolicy>,
 }
 
 /// A node's successful result: its outputs and the action that picks the next edge.
@@ -281,7 +285,7 @@ fn classify_trap(
     }
 }
 
-fn human_bytes(bytes: u64) -> String {
+pub(crate) fn human_bytes(bytes: u64) -> String {
     const MIB: f64 = (1 << 20) as f64;
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / MIB)
@@ -326,6 +330,7 @@ pub struct HostState {
     pub(crate) deadline: Instant,
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) output_cap: u64,
+    pub(crate) http_policy: Arc<HttpPolicy>,
     pub(crate) log_messages: u32,
     stopped_by: Option<Stop>,
 }

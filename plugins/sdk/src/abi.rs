@@ -228,10 +228,15 @@ unsafe fn read_string_list(base: *const u8, offset: usize) -> Vec<String> {
     let array = read_u32(base, offset) as *mut u8;
     let count = read_u32(base, offset + 4) as usize;
     let values = (0..count).map(|i| read_string(array, i * 8)).collect();
-    if count > 0 {
-        alloc::dealloc(array, Layout::from_size_align_unchecked(count * 8, 4));
-    }
+    free_elements(array, count, 8);
     values
+}
+
+/// Frees an array of `count` elements of `size` bytes the host allocated (alignment 4).
+pub(crate) unsafe fn free_elements(array: *mut u8, count: usize, size: usize) {
+    if count > 0 {
+        alloc::dealloc(array, Layout::from_size_align_unchecked(count * size, 4));
+    }
 }
 
 /// Reads a `node-error` the host returned from an import (layout as in `write_node_error`).

@@ -24,13 +24,14 @@
 //! pflow_sdk::export_node!(Greet);
 //! ```
 //!
-//! Capabilities are plain functions in [`log`] and [`process`]. A node that calls none of them
+//! Capabilities are plain functions in [`log`], [`process`] and [`http`]. A node that calls none of them
 //! imports none, and the host can see which ones it uses before running it.
 //!
 //! This crate builds with rustc 1.63 (Debian's wasm toolchain), so it keeps to that language.
 
 #[doc(hidden)]
 pub mod abi;
+pub mod http;
 pub mod log;
 mod params;
 pub mod process;

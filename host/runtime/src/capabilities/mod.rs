@@ -2,9 +2,10 @@
 //! that the node's grants do not cover answers `policy_denied`, so a plugin can see the refusal
 //! and the host never has to fail instantiation over it.
 
+pub mod http;
 mod process;
 
-use crate::bindings::pflow::node::{log, process as process_wit, types};
+use crate::bindings::pflow::node::{http as http_wit, log, process as process_wit, types};
 use crate::error::category;
 use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
@@ -18,15 +19,18 @@ pub use process::{run_command, CommandFailure};
 pub enum Capability {
     Log,
     Process,
+    Http,
 }
 
 impl Capability {
-    pub const ALL: &'static [Capability] = &[Capability::Log, Capability::Process];
+    pub const ALL: &'static [Capability] =
+        &[Capability::Log, Capability::Process, Capability::Http];
 
     pub fn name(self) -> &'static str {
         match self {
             Capability::Log => "log",
             Capability::Process => "process",
+            Capability::Http => "http",
         }
     }
 
@@ -127,6 +131,37 @@ impl process_wit::Host for HostState {
             }),
             Err(failure) => Err(failure.into_node_error()),
         }
+    }
+}
+
+impl http_wit::Host for HostState {
+    fn send(&mut self, request: http_wit::Request) -> Result<http_wit::Response, types::NodeError> {
+        if !self.grants.allows(Capability::Http) {
+            return Err(denied(Capability::Http, &self.node_type));
+        }
+        let request = http::Request {
+            method: request.method,
+            url: request.url,
+            headers: request.headers,
+            query: request.query,
+            body: request.body,
+            timeout: request
+                .timeout_ms
+                .map(|ms| std::time::Duration::from_millis(ms.into())),
+            retries: request.retries,
+        };
+        let bounds = http::Bounds {
+            node_deadline: self.deadline,
+            cancel: &self.cancel,
+        };
+        let response = http::send(request, &self.http_policy, &bounds)?;
+        Ok(http_wit::Response {
+            status: response.status,
+            attempts: response.attempts,
+            headers: response.headers,
+            body: response.body,
+            duration_us: u32::try_from(response.duration.as_micros()).unwrap_or(u32::MAX),
+        })
     }
 }
 
