@@ -1,7 +1,9 @@
 //! `extract`: `{alias: path}` with paths such as `$.field`, `$.nested.field`,
 //! `$.items[0].name` (the leading `$.` is optional).
 
+use pflow_sdk::serde_json::{self, value::RawValue};
 use pflow_sdk::{Map, NodeError, Value};
+use std::collections::{BTreeMap, HashMap};
 
 /// How much of the response the error's `sample` shows.
 const SAMPLE_CHARS: usize = 500;
@@ -41,15 +43,52 @@ fn parse_path(path: &str) -> Option<Vec<Step>> {
     Some(steps)
 }
 
-fn lookup<'a>(root: &'a Value, steps: &[Step]) -> Option<&'a Value> {
-    steps.iter().try_fold(root, |value, step| match step {
-        Step::Field(name) => value.as_object()?.get(name),
-        Step::Index(i) => value.as_array()?.get(*i),
-    })
+/// One level of the document, parsed only as deep as its direct children: nested values stay
+/// raw text. Extraction opens just the containers on its paths, each once, instead of building
+/// the whole tree (which costs milliseconds for a 100 KB body inside the sandbox).
+enum Level<'a> {
+    Object(BTreeMap<String, &'a RawValue>),
+    Array(Vec<&'a RawValue>),
+    Scalar,
+}
+
+fn open(raw: &RawValue) -> Level<'_> {
+    let text = raw.get();
+    match text.trim_start().as_bytes().first() {
+        Some(b'{') => serde_json::from_str(text).map_or(Level::Scalar, Level::Object),
+        Some(b'[') => serde_json::from_str(text).map_or(Level::Scalar, Level::Array),
+        _ => Level::Scalar,
+    }
+}
+
+fn lookup<'a>(
+    root: &'a RawValue,
+    steps: &[Step],
+    opened: &mut HashMap<String, Level<'a>>,
+) -> Option<&'a RawValue> {
+    let mut current = root;
+    let mut prefix = String::new();
+    for step in steps {
+        let level = opened.entry(prefix.clone()).or_insert_with(|| open(current));
+        current = match (step, level) {
+            (Step::Field(name), Level::Object(map)) => map.get(name).copied(),
+            (Step::Index(i), Level::Array(items)) => items.get(*i).copied(),
+            _ => None,
+        }?;
+        match step {
+            Step::Field(name) => {
+                prefix.push('.');
+                prefix.push_str(name);
+            }
+            Step::Index(i) => prefix.push_str(&format!("[{}]", i)),
+        }
+    }
+    Some(current)
 }
 
 /// Every alias with its value, or one `extraction_error` naming every path that failed.
-pub fn extract(paths: &Map<String, Value>, body: &Value) -> Result<Map<String, Value>, NodeError> {
+pub fn extract(paths: &Map<String, Value>, body: &RawValue) -> Result<Map<String, Value>, NodeError> {
+    let mut opened = HashMap::new();
     let mut extracted = Map::new();
     let mut failed = Vec::new();
     for (alias, path) in paths {
@@ -60,9 +99,12 @@ pub fn extract(paths: &Map<String, Value>, body: &Value) -> Result<Map<String, V
                 continue;
             }
         };
-        match parse_path(path_text).and_then(|steps| lookup(body, &steps)) {
+        let found = parse_path(path_text)
+            .and_then(|steps| lookup(body, &steps, &mut opened))
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        match found {
             Some(value) => {
-                extracted.insert(alias.clone(), value.clone());
+                extracted.insert(alias.clone(), value);
             }
             None => failed.push(format!("{}: {}", alias, path_text)),
         }
@@ -70,7 +112,9 @@ pub fn extract(paths: &Map<String, Value>, body: &Value) -> Result<Map<String, V
     if failed.is_empty() {
         return Ok(extracted);
     }
-    let available: Vec<String> = match body {
+    // The error path can afford the whole tree.
+    let body: Value = serde_json::from_str(body.get()).unwrap_or(Value::Null);
+    let available: Vec<String> = match &body {
         Value::Object(map) => map.keys().cloned().collect(),
         Value::Array(items) => vec![format!("[0..{}]", items.len())],
         _ => Vec::new(),
@@ -89,7 +133,7 @@ pub fn extract(paths: &Map<String, Value>, body: &Value) -> Result<Map<String, V
     .fixable(true)
     .attempted(failed)
     .available(available)
-    .sample(sample(body)))
+    .sample(sample(&body)))
 }
 
 /// A shallow rendering: two levels deep, the first few items of lists, about 500 characters.

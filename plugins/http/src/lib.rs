@@ -5,6 +5,7 @@
 mod extract;
 
 use pflow_sdk::http::{self, Request, Response};
+use pflow_sdk::serde_json::{self, value::RawValue};
 use pflow_sdk::{json, Map, Node, NodeError, NodeSpec, Outcome, Params, Value};
 
 const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
@@ -54,36 +55,39 @@ impl Node for HttpNode {
         };
 
         let response = http::send(&request)?;
-        let body = parse_body(&response);
         if !(200..300).contains(&response.status) {
             return Err(status_error(&request, &response));
         }
+        // Validated without building the tree; the host parses it once, natively.
+        let json_body = json_body(&response);
         let mut outputs = Map::new();
         if let Some(paths) = extract_paths {
-            let json_body = match &body {
-                Some(json) => json,
+            let body = match json_body {
+                Some(body) => body,
                 None => return Err(non_json_error(&response)),
             };
-            let extracted = extract::extract(&paths, json_body)?;
+            let extracted = extract::extract(&paths, body)?;
             outputs.insert("extracted".to_string(), Value::Object(extracted));
         }
-        let response_value = match body {
-            Some(json) => json,
-            None => Value::String(String::from_utf8_lossy(&response.body).into_owned()),
-        };
         let headers: Map<String, Value> = response
             .headers
             .iter()
             .map(|(name, value)| (name.clone(), Value::String(value.clone())))
             .collect();
-        outputs.insert("response".to_string(), response_value);
         outputs.insert("status_code".to_string(), json!(response.status));
         outputs.insert("response_headers".to_string(), Value::Object(headers));
         outputs.insert(
             "response_time".to_string(),
             json!(response.duration_us as f64 / 1e6),
         );
-        Ok(Outcome::new(outputs))
+        let outcome = Outcome::new(outputs);
+        Ok(match json_body {
+            Some(body) => outcome.with_raw_output("response", body.get()),
+            None => {
+                let text = String::from_utf8_lossy(&response.body).into_owned();
+                outcome.with_output("response", Value::String(text))
+            }
+        })
     }
 }
 
@@ -149,8 +153,9 @@ fn string_pairs(params: &Params, name: &str) -> Result<Vec<(String, String)>, No
     }
 }
 
-/// The body as JSON when it is JSON (by content type, or by looking like it).
-fn parse_body(response: &Response) -> Option<Value> {
+/// The body as JSON text when it is JSON (by content type, or by looking like it), validated
+/// but not parsed into a tree.
+fn json_body(response: &Response) -> Option<&RawValue> {
     let declared_json = response
         .header("content-type")
         .map_or(false, |t| t.to_ascii_lowercase().contains("json"));
@@ -160,14 +165,10 @@ fn parse_body(response: &Response) -> Option<Value> {
         .find(|b| !b.is_ascii_whitespace())
         .copied();
     if declared_json || first == Some(b'{') || first == Some(b'[') {
-        serde_json_from_slice(&response.body)
+        serde_json::from_slice(&response.body).ok()
     } else {
         None
     }
-}
-
-fn serde_json_from_slice(bytes: &[u8]) -> Option<Value> {
-    pflow_sdk::serde_json::from_slice(bytes).ok()
 }
 
 fn excerpt(bytes: &[u8]) -> String {

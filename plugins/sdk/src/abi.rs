@@ -192,8 +192,7 @@ pub unsafe fn export_run(
     match result {
         Ok(outcome) => {
             write_u8(area, 0, 0);
-            let outputs = serde_json::Value::Object(outcome.outputs).to_string();
-            write_string(area, 4, outputs);
+            write_string(area, 4, outputs_json(outcome.outputs, outcome.raw_outputs));
             write_option_string(area, 12, outcome.action);
         }
         Err(error) => {
@@ -202,6 +201,22 @@ pub unsafe fn export_run(
         }
     }
     area
+}
+
+/// The outputs object, with the raw (already JSON) outputs spliced in as they are.
+fn outputs_json(outputs: serde_json::Map<String, serde_json::Value>, raw: Vec<(String, String)>) -> String {
+    let mut text = serde_json::Value::Object(outputs).to_string();
+    for (key, json) in raw {
+        text.pop(); // the closing brace
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push_str(&serde_json::Value::String(key).to_string());
+        text.push(':');
+        text.push_str(&json);
+        text.push('}');
+    }
+    text
 }
 
 /// Takes ownership of bytes the host allocated through `cabi_realloc` with alignment 1.

@@ -157,6 +157,8 @@ fn port(name: &str, type_name: &str, description: &str, required: bool) -> Port 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub outputs: Map<String, Value>,
+    /// Outputs given as JSON text, passed to the host as they are.
+    pub raw_outputs: Vec<(String, String)>,
     pub action: Option<String>,
 }
 
@@ -164,6 +166,7 @@ impl Outcome {
     pub fn new(outputs: Map<String, Value>) -> Self {
         Outcome {
             outputs,
+            raw_outputs: Vec::new(),
             action: None,
         }
     }
@@ -171,6 +174,22 @@ impl Outcome {
     /// Routes along the outgoing edge labelled `action` (e.g. `error`).
     pub fn with_action(mut self, action: impl Into<String>) -> Self {
         self.action = Some(action.into());
+        self
+    }
+
+    pub fn with_output(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.outputs.insert(key.into(), value);
+        self
+    }
+
+    /// An output that is already JSON text (say, a response body checked with
+    /// `serde_json::value::RawValue`): it reaches the host without being parsed and serialized
+    /// again inside the sandbox, which matters for large documents. Text that is not valid JSON
+    /// makes the node's outputs a `bad_output` error.
+    pub fn with_raw_output(mut self, key: impl Into<String>, json: impl Into<String>) -> Self {
+        let key = key.into();
+        self.outputs.remove(&key);
+        self.raw_outputs.push((key, json.into()));
         self
     }
 }
