@@ -26,13 +26,20 @@ demo: build
     ./target/release/pflow-host run examples/word-count.json
     ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
 
-# Every check: formatting, lints, the plugin build, all tests
+# Every check: formatting, lints, the plugin build, the acceptance scripts, all tests
 test: plugins
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -q -- -D warnings
+    just acceptance
     if cargo nextest --version >/dev/null 2>&1; then cargo nextest run --workspace --no-fail-fast; else cargo test --workspace --no-fail-fast; fi
+
+# Example workflows against real services started for the purpose (httpbin from PyPI)
+acceptance:
+    cargo build -q -p pflow-host
+    scripts/acceptance-http.sh target/debug/pflow-host
 
 # The benchmarks (release build); each prints its figure
 bench: build
     cargo bench -p pflow-runtime --bench node_overhead
+    cargo bench -p pflow-runtime --bench http_extract
     cargo bench -p pflow-host --bench run_example
