@@ -3,6 +3,7 @@
 mod display;
 mod registry_cmd;
 mod run_cmd;
+mod validate_cmd;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pflow_runtime::{Host, PflowHome};
@@ -28,6 +29,9 @@ struct Cli {
 enum Command {
     /// Run a workflow: `pflow-host run FILE.json [key=value ...]`.
     Run(run_cmd::RunArgs),
+    /// Check a workflow without running it: `pflow-host validate FILE.json [key=value ...]`.
+    /// Exits 0 when it is valid, 1 when not.
+    Validate(validate_cmd::ValidateArgs),
     /// Show the node types that are installed.
     #[command(subcommand)]
     Registry(registry_cmd::RegistryCommand),
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
     let open = || Host::open(PflowHome::from_env(), builtin.clone());
     let result = match cli.command {
         Command::Run(args) => open().and_then(|host| run_cmd::run(&host, args)),
+        Command::Validate(args) => open().and_then(|host| validate_cmd::run(&host, args)),
         Command::Registry(command) => open().and_then(|host| registry_cmd::run(&host, command)),
     };
     match result {

@@ -90,7 +90,7 @@ fn load_workflow(path: &PathBuf) -> Result<Workflow> {
 }
 
 /// `key=value` pairs; the value stays text until the workflow's declared types convert it.
-fn parse_inputs(pairs: &[String]) -> Result<Map<String, Value>> {
+pub(crate) fn parse_inputs(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut inputs = Map::new();
     for pair in pairs {
         let Some((key, value)) = pair.split_once('=') else {

@@ -5,19 +5,36 @@ pub mod template;
 mod workflow;
 
 pub use workflow::{
-    default_action, is_node_id, BatchConfig, BatchErrorHandling, Edge, HttpOverrides, InputSpec,
-    Node, OutputSpec, ParseError, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
+    default_action, is_node_id, is_version, BatchConfig, BatchErrorHandling, Edge, HttpOverrides,
+    InputSpec, Node, OutputSpec, ParseError, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
 };
 
-/// The closest of `candidates` to `wanted`, best first, for "did you mean" hints.
+/// The closest of `candidates` to `wanted`, best first, for "did you mean" hints: similar
+/// spelling (Jaro-Winkler), or an abbreviation whose letters appear in order (`cmd` ->
+/// `command`).
 pub fn closest<'a>(wanted: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let wanted_lower = wanted.to_lowercase();
     let mut scored: Vec<(f64, &str)> = candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(wanted, c), c))
+        .map(|c| {
+            let lower = c.to_lowercase();
+            let spelling = strsim::jaro_winkler(&wanted_lower, &lower);
+            let abbreviation = if wanted_lower.len() >= 2 && is_subsequence(&wanted_lower, &lower) {
+                0.8
+            } else {
+                0.0
+            };
+            (spelling.max(abbreviation), c)
+        })
         .filter(|(score, _)| *score >= 0.7)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
     scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+fn is_subsequence(short: &str, long: &str) -> bool {
+    let mut long = long.chars();
+    short.chars().all(|c| long.any(|l| l == c))
 }
 
 /// "a string", "a list", ...: how a message names the kind of a JSON value.

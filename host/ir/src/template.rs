@@ -181,6 +181,68 @@ pub fn resolve_value(value: &Value, scope: &dyn Scope, strict: bool) -> Result<V
     })
 }
 
+/// `${...}` occurrences in `text` that look meant as templates but do not parse, each with why.
+/// Shell forms (`${#a}`, `${v:-d}`, `${a[@]}` ...) and escaped `$${` are not reported.
+pub fn malformed(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        let escaped = at > 0 && rest.as_bytes()[at - 1] == b'$';
+        let inside = &rest[at + 2..];
+        if !escaped && parse_reference(inside).is_none() {
+            if let Some(reason) = why_not_a_template(inside) {
+                let shown: String = inside.chars().take(30).collect();
+                found.push(format!("'${{{shown}' {reason}"));
+            }
+        }
+        rest = inside;
+    }
+    found
+}
+
+/// None when the text after `${` is a shell form rather than a broken template.
+fn why_not_a_template(inside: &str) -> Option<&'static str> {
+    const SHELL_OPERATORS: &[u8] = b":-=?+%/^,@*";
+    let bytes = inside.as_bytes();
+    match bytes.first() {
+        None => return Some("is never closed with '}'"),
+        Some(b'#' | b'!') => return None,
+        _ => {}
+    }
+    let mut at = identifier_len(bytes, true);
+    if at == 0 {
+        return Some("does not start with a name (letters, digits, '_', '-')");
+    }
+    loop {
+        match bytes.get(at) {
+            None => return Some("is never closed with '}'"),
+            Some(b'.') => {
+                let len = identifier_len(&bytes[at + 1..], false);
+                if len == 0 {
+                    return Some("has an empty field name after '.'");
+                }
+                at += 1 + len;
+            }
+            Some(b'[') => {
+                let digits = bytes[at + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                match bytes.get(at + 1 + digits) {
+                    Some(b']') if digits > 0 => at += digits + 2,
+                    _ if matches!(bytes.get(at + 1), Some(b'@' | b'*')) => return None,
+                    _ if inside[at + 1..].starts_with("${") => {
+                        return Some("has an index template that does not parse")
+                    }
+                    _ => return Some("has an index that is not a number or a template"),
+                }
+            }
+            Some(b) if SHELL_OPERATORS.contains(b) => return None,
+            Some(_) => return Some("has a character that templates do not allow"),
+        }
+    }
+}
+
 /// Parses the inside of `${...}` (after the `${`); returns the reference and the bytes used,
 /// the closing brace included. None when the text is not a pflow template.
 fn parse_reference(text: &str) -> Option<(Reference, usize)> {
@@ -446,6 +508,34 @@ mod tests {
             .resolve(&store(), false)
             .unwrap();
         assert_eq!(kept, json!("x ${ghost.a}"));
+    }
+
+    #[test]
+    fn malformed_templates_are_told_apart_from_shell_forms() {
+        assert_eq!(
+            malformed("${fetch.response"),
+            ["'${fetch.response' is never closed with '}'"]
+        );
+        assert_eq!(malformed("x ${ name } y").len(), 1);
+        assert_eq!(
+            malformed("${a..b}"),
+            ["'${a..b}' has an empty field name after '.'"]
+        );
+        assert_eq!(
+            malformed("${a[x]}"),
+            ["'${a[x]}' has an index that is not a number or a template"]
+        );
+        for fine in [
+            "${#a[@]}",
+            "${v:-d}",
+            "${v%x}",
+            "${a[@]}",
+            "$${ x",
+            "${ok.x[0]}",
+            "${!ref}",
+        ] {
+            assert!(malformed(fine).is_empty(), "{fine}: {:?}", malformed(fine));
+        }
     }
 
     #[test]

@@ -326,7 +326,8 @@ fn explain_shape(message: &str) -> String {
     message.to_string()
 }
 
-fn is_version(text: &str) -> bool {
+/// `MAJOR.MINOR.PATCH`, all digits.
+pub fn is_version(text: &str) -> bool {
     let parts: Vec<&str> = text.split('.').collect();
     parts.len() == 3
         && parts

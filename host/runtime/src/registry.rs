@@ -10,6 +10,7 @@ use crate::capabilities::{Capability, Grants};
 use crate::error::{category, NodeFailure};
 use crate::home::PluginSettings;
 use crate::sandbox::{HostState, Sandbox};
+use pflow_validate::{NodeCatalog, Port};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -35,23 +36,13 @@ pub struct PluginDir {
     pub origin: Origin,
 }
 
-/// A plugin's parameter or output, as its `describe` says.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PortSpec {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub type_name: String,
-    pub description: String,
-    pub required: bool,
-}
-
 /// What a plugin is, as its `describe` says, plus the capabilities it imports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PluginSpec {
     pub name: String,
     pub description: String,
-    pub params: Vec<PortSpec>,
-    pub outputs: Vec<PortSpec>,
+    pub params: Vec<Port>,
+    pub outputs: Vec<Port>,
     pub capabilities: Vec<Capability>,
 }
 
@@ -256,13 +247,25 @@ fn describe(sandbox: &Sandbox, component: &Component) -> Result<PluginSpec, Stri
     let ports = |ports: Vec<crate::bindings::pflow::node::types::Port>| {
         ports
             .into_iter()
-            .map(|p| PortSpec {
-                name: p.name,
-                type_name: p.type_,
-                description: p.description,
-                required: p.required,
+            .map(|p| {
+                let schema = match p.schema {
+                    None => None,
+                    Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+                        format!(
+                            "its describe gives '{}' a schema that is not JSON: {e}",
+                            p.name
+                        )
+                    })?),
+                };
+                Ok(Port {
+                    name: p.name,
+                    type_name: p.type_,
+                    description: p.description,
+                    required: p.required,
+                    schema,
+                })
             })
-            .collect()
+            .collect::<Result<Vec<_>, String>>()
     };
     let engine = sandbox.engine();
     let mut capabilities: Vec<Capability> = component
@@ -275,8 +278,8 @@ fn describe(sandbox: &Sandbox, component: &Component) -> Result<PluginSpec, Stri
     Ok(PluginSpec {
         name: spec.name,
         description: spec.description,
-        params: ports(spec.params),
-        outputs: ports(spec.outputs),
+        params: ports(spec.params)?,
+        outputs: ports(spec.outputs)?,
         capabilities,
     })
 }
@@ -336,4 +339,23 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The validator sees node types through their descriptions alone.
+impl NodeCatalog for Registry {
+    fn params(&self, node_type: &str) -> Option<&[Port]> {
+        self.plugins
+            .get(node_type)
+            .map(|p| p.spec.params.as_slice())
+    }
+
+    fn outputs(&self, node_type: &str) -> Option<&[Port]> {
+        self.plugins
+            .get(node_type)
+            .map(|p| p.spec.outputs.as_slice())
+    }
+
+    fn types(&self) -> Vec<&str> {
+        self.plugins.keys().map(String::as_str).collect()
+    }
 }

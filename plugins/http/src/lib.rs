@@ -38,7 +38,13 @@ impl Node for HttpNode {
         .output("status_code", "int", "HTTP status", true)
         .output("response_headers", "dict", "Response headers, names in lower case", true)
         .output("response_time", "float", "Seconds the request took", true)
-        .output("extracted", "dict", "{alias: value} when extract is given", false)
+        .output_with_schema(
+            "extracted",
+            "dict",
+            "{alias: value} when extract is given",
+            false,
+            json!({"type": "object", "x-keys-from-param": "extract"}),
+        )
     }
 
     fn run(params: Params) -> Result<Outcome, NodeError> {

@@ -123,16 +123,18 @@ unsafe fn write_option_string(base: *mut u8, offset: usize, value: Option<String
     }
 }
 
-/// `list<port>`; a port is { name @0, type @8, description @16, required @24 }, 28 bytes.
+/// `list<port>`; a port is { name @0, type @8, description @16, required @24,
+/// schema: option<json> @28 }, 40 bytes.
 unsafe fn write_ports(base: *mut u8, offset: usize, ports: Vec<Port>) {
-    let array = alloc_elements(ports.len(), 28);
+    let array = alloc_elements(ports.len(), 40);
     let count = ports.len();
     for (i, port) in ports.into_iter().enumerate() {
-        let element = array.add(i * 28);
+        let element = array.add(i * 40);
         write_string(element, 0, port.name);
         write_string(element, 8, port.type_name);
         write_string(element, 16, port.description);
         write_u8(element, 24, port.required as u8);
+        write_option_string(element, 28, port.schema.map(|s| s.to_string()));
     }
     write_u32(base, offset, array as u32);
     write_u32(base, offset + 4, count as u32);

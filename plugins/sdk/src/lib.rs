@@ -105,6 +105,8 @@ pub struct Port {
     pub type_name: String,
     pub description: String,
     pub required: bool,
+    /// The value's nested structure as a JSON Schema, where known.
+    pub schema: Option<Value>,
 }
 
 /// What a node is: its type name, what it does, what it takes and what it writes.
@@ -141,6 +143,22 @@ impl NodeSpec {
         self.outputs.push(port(name, type_name, description, required));
         self
     }
+
+    /// An output whose nested structure is known: `schema` is a JSON Schema (`type`,
+    /// `properties`, `items`), which lets the validator check paths into it.
+    pub fn output_with_schema(
+        mut self,
+        name: &str,
+        type_name: &str,
+        description: &str,
+        required: bool,
+        schema: Value,
+    ) -> Self {
+        let mut port = port(name, type_name, description, required);
+        port.schema = Some(schema);
+        self.outputs.push(port);
+        self
+    }
 }
 
 fn port(name: &str, type_name: &str, description: &str, required: bool) -> Port {
@@ -149,6 +167,7 @@ fn port(name: &str, type_name: &str, description: &str, required: bool) -> Port 
         type_name: type_name.to_string(),
         description: description.to_string(),
         required,
+        schema: None,
     }
 }
 

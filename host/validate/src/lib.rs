@@ -1,0 +1,171 @@
+//! Static validation of pflow workflows: every problem an LLM-generated workflow typically has,
+//! found before anything runs, each with a path, a message and a suggestion that a person and
+//! an LLM can act on. No WebAssembly runs here; node types are known through a [`NodeCatalog`].
+
+mod catalog;
+mod planner;
+mod semantics;
+mod structure;
+
+pub use catalog::{NodeCatalog, Port};
+pub use planner::{extract_metadata, route, top_errors, Route, WorkflowMetadata, MAX_ATTEMPTS};
+
+use pflow_ir::Workflow;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// What an issue is about, in order of importance: a workflow with a broken structure cannot be
+/// checked further, an unknown node type hides its templates' problems, and so on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueKind {
+    Structure,
+    NodeType,
+    Params,
+    Template,
+    DataFlow,
+    Inputs,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Issue {
+    pub severity: Severity,
+    pub kind: IssueKind,
+    /// Where in the document, e.g. `nodes[1].params.url`.
+    pub path: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+}
+
+impl Issue {
+    pub(crate) fn error(
+        kind: IssueKind,
+        path: &str,
+        message: String,
+        suggestion: Option<String>,
+    ) -> Self {
+        Issue {
+            severity: Severity::Error,
+            kind,
+            path: path.to_string(),
+            message,
+            suggestion,
+        }
+    }
+
+    pub(crate) fn warning(
+        kind: IssueKind,
+        path: &str,
+        message: String,
+        suggestion: Option<String>,
+    ) -> Self {
+        Issue {
+            severity: Severity::Warning,
+            ..Issue::error(kind, path, message, suggestion)
+        }
+    }
+}
+
+/// `Validation error at nodes[1].type: <message>`, then the suggestion on its own line.
+impl fmt::Display for Issue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.severity {
+            Severity::Error => "Validation error",
+            Severity::Warning => "Warning",
+        };
+        write!(f, "{what} at {}: {}", self.path, self.message)?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, "\n{suggestion}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every issue found, errors first and by importance.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub valid: bool,
+    pub errors: Vec<Issue>,
+    pub warnings: Vec<Issue>,
+}
+
+impl Report {
+    fn from_issues(mut issues: Vec<Issue>) -> Self {
+        // Stable: within one kind, document order stays.
+        issues.sort_by_key(|issue| (issue.severity, issue.kind));
+        let (errors, warnings): (Vec<Issue>, Vec<Issue>) = issues
+            .into_iter()
+            .partition(|i| i.severity == Severity::Error);
+        Report {
+            valid: errors.is_empty(),
+            errors,
+            warnings,
+        }
+    }
+}
+
+/// Validates a workflow given as JSON text. Text that is not JSON is one structure error with
+/// the line and column.
+pub fn validate_text(
+    text: &str,
+    catalog: &dyn NodeCatalog,
+    inputs: Option<&Map<String, Value>>,
+) -> Report {
+    match serde_json::from_str::<Value>(text) {
+        Ok(doc) => validate(&doc, catalog, inputs),
+        Err(e) => Report::from_issues(vec![Issue::error(
+            IssueKind::Structure,
+            "(document)",
+            format!(
+                "Invalid JSON at line {}, column {}: {}",
+                e.line(),
+                e.column(),
+                {
+                    let mut message = e.to_string();
+                    if let Some(cut) = message.rfind(" at line ") {
+                        message.truncate(cut);
+                    }
+                    message
+                }
+            ),
+            None,
+        )]),
+    }
+}
+
+/// Validates a workflow document. `inputs`, when given, are the values a run would get
+/// (`key=value` text or JSON); required inputs without a value or default are then errors.
+pub fn validate(
+    doc: &Value,
+    catalog: &dyn NodeCatalog,
+    inputs: Option<&Map<String, Value>>,
+) -> Report {
+    let mut issues = Vec::new();
+    structure::check(doc, &mut issues);
+    if !issues.is_empty() {
+        return Report::from_issues(issues);
+    }
+    let workflow: Workflow = match serde_json::from_value(doc.clone()) {
+        Ok(workflow) => workflow,
+        Err(e) => {
+            issues.push(Issue::error(
+                IssueKind::Structure,
+                "(document)",
+                e.to_string(),
+                None,
+            ));
+            return Report::from_issues(issues);
+        }
+    };
+    semantics::check(&workflow, catalog, inputs, &mut issues);
+    Report::from_issues(issues)
+}

@@ -1,0 +1,556 @@
+//! Checks on a structurally sound workflow: node types, params, templates, data flow, inputs.
+
+use crate::{Issue, IssueKind, NodeCatalog, Port};
+use pflow_ir::template::{malformed, Reference, Segment, Template};
+use pflow_ir::{closest, json_kind, Node, Workflow};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+pub(crate) fn check(
+    workflow: &Workflow,
+    catalog: &dyn NodeCatalog,
+    given_inputs: Option<&Map<String, Value>>,
+    issues: &mut Vec<Issue>,
+) {
+    let graph = Graph::new(workflow);
+    node_types_and_params(workflow, catalog, issues);
+    let used_inputs = Templates {
+        workflow,
+        catalog,
+        graph: &graph,
+    }
+    .check(issues);
+    data_flow(workflow, &graph, issues);
+    inputs(workflow, &used_inputs, given_inputs, issues);
+}
+
+/// The edges as a graph over node indexes, with what runs before what.
+struct Graph {
+    index: HashMap<String, usize>,
+    /// `reaches[a][b]`: an edge path leads from a to b.
+    reaches: Vec<Vec<bool>>,
+    successors: Vec<Vec<usize>>,
+    start: usize,
+}
+
+impl Graph {
+    fn new(workflow: &Workflow) -> Self {
+        let index: HashMap<String, usize> = workflow
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.clone(), i))
+            .collect();
+        let mut successors = vec![Vec::new(); workflow.nodes.len()];
+        for edge in &workflow.edges {
+            if let (Some(&from), Some(&to)) = (index.get(&edge.from), index.get(&edge.to)) {
+                if !successors[from].contains(&to) {
+                    successors[from].push(to);
+                }
+            }
+        }
+        let reaches = (0..workflow.nodes.len())
+            .map(|from| {
+                let mut seen = vec![false; workflow.nodes.len()];
+                let mut stack = successors[from].clone();
+                while let Some(node) = stack.pop() {
+                    if !std::mem::replace(&mut seen[node], true) {
+                        stack.extend(&successors[node]);
+                    }
+                }
+                seen
+            })
+            .collect();
+        let start = workflow
+            .start_node
+            .as_ref()
+            .and_then(|id| index.get(id).copied())
+            .unwrap_or(0);
+        Graph {
+            index,
+            reaches,
+            successors,
+            start,
+        }
+    }
+
+    fn runs_before(&self, earlier: usize, later: usize) -> bool {
+        self.reaches[earlier][later]
+    }
+}
+
+fn node_types_and_params(workflow: &Workflow, catalog: &dyn NodeCatalog, issues: &mut Vec<Issue>) {
+    let types = catalog.types();
+    for (i, node) in workflow.nodes.iter().enumerate() {
+        let Some(params) = catalog.params(&node.type_name) else {
+            let close = closest(&node.type_name, types.iter().copied());
+            issues.push(Issue::error(
+                IssueKind::NodeType,
+                &format!("nodes[{i}].type"),
+                format!("Unknown node type: '{}'", node.type_name),
+                Some(match close.is_empty() {
+                    false => format!(
+                        "Did you mean: {}? Known types: {}",
+                        close.join(", "),
+                        types.join(", ")
+                    ),
+                    true => format!("Known types: {}", types.join(", ")),
+                }),
+            ));
+            continue;
+        };
+        if params.iter().any(|p| p.name == "*") {
+            continue;
+        }
+        for port in params.iter().filter(|p| p.required) {
+            if !node.params.contains_key(&port.name) {
+                issues.push(Issue::error(
+                    IssueKind::Params,
+                    &format!("nodes[{i}].params"),
+                    format!(
+                        "Node '{}' (type: {}) is missing required parameter '{}' ({})",
+                        node.id, node.type_name, port.name, port.description
+                    ),
+                    Some(format!(
+                        "Parameters of {}: {}",
+                        node.type_name,
+                        port_names(params)
+                    )),
+                ));
+            }
+        }
+        for name in node.params.keys() {
+            if !params.iter().any(|p| &p.name == name) {
+                let close = closest(name, params.iter().map(|p| p.name.as_str()));
+                issues.push(Issue::warning(
+                    IssueKind::Params,
+                    &format!("nodes[{i}].params.{name}"),
+                    format!(
+                        "Node type '{}' has no parameter '{name}'; it is ignored",
+                        node.type_name
+                    ),
+                    Some(match close.first() {
+                        Some(best) => {
+                            format!("Did you mean '{best}'? Parameters: {}", port_names(params))
+                        }
+                        None => format!("Parameters: {}", port_names(params)),
+                    }),
+                ));
+            }
+        }
+    }
+}
+
+fn port_names(ports: &[Port]) -> String {
+    ports
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+struct Templates<'a> {
+    workflow: &'a Workflow,
+    catalog: &'a dyn NodeCatalog,
+    graph: &'a Graph,
+}
+
+/// Where a template stands: its path in the document and the node whose params hold it.
+struct Site<'a> {
+    path: String,
+    node: Option<(usize, &'a Node)>,
+}
+
+impl Templates<'_> {
+    /// Checks every template; returns the inputs they use.
+    fn check(&self, issues: &mut Vec<Issue>) -> HashSet<String> {
+        let mut used = HashSet::new();
+        for (i, node) in self.workflow.nodes.iter().enumerate() {
+            let mut strings = Vec::new();
+            collect_strings(
+                &Value::Object(node.params.clone()),
+                format!("nodes[{i}].params"),
+                &mut strings,
+            );
+            if let Some(batch) = &node.batch {
+                collect_strings(
+                    &batch.items,
+                    format!("nodes[{i}].batch.items"),
+                    &mut strings,
+                );
+            }
+            for (path, text) in strings {
+                let site = Site {
+                    path,
+                    node: Some((i, node)),
+                };
+                self.check_text(&text, &site, &mut used, issues);
+            }
+        }
+        for (name, output) in &self.workflow.outputs {
+            if let Some(source) = &output.source {
+                let site = Site {
+                    path: format!("outputs.{name}.source"),
+                    node: None,
+                };
+                self.check_text(source, &site, &mut used, issues);
+            }
+        }
+        used
+    }
+
+    fn check_text(
+        &self,
+        text: &str,
+        site: &Site<'_>,
+        used: &mut HashSet<String>,
+        issues: &mut Vec<Issue>,
+    ) {
+        for problem in malformed(text) {
+            issues.push(Issue::error(
+                IssueKind::Template,
+                &site.path,
+                format!("Malformed template: {problem}"),
+                Some("Templates look like ${input} or ${node.field[0].sub}; write $${ for a literal ${".to_string()),
+            ));
+        }
+        let template = Template::parse(text);
+        for reference in template.references() {
+            self.check_reference(reference, site, used, issues);
+        }
+    }
+
+    fn check_reference(
+        &self,
+        reference: &Reference,
+        site: &Site<'_>,
+        used: &mut HashSet<String>,
+        issues: &mut Vec<Issue>,
+    ) {
+        let root = reference.root.as_str();
+        if let Some((_, node)) = site.node {
+            if let Some(batch) = &node.batch {
+                if root == batch.alias || root == "__index__" {
+                    return;
+                }
+            }
+        }
+        if self.workflow.inputs.contains_key(root) {
+            used.insert(root.to_string());
+            return;
+        }
+        let Some(&target) = self.graph.index.get(root) else {
+            let names: Vec<&str> = self
+                .workflow
+                .inputs
+                .keys()
+                .map(String::as_str)
+                .chain(self.workflow.nodes.iter().map(|n| n.id.as_str()))
+                .collect();
+            let close = closest(root, names.iter().copied());
+            issues.push(Issue::error(
+                IssueKind::Template,
+                &site.path,
+                format!("Template {reference} references '{root}', which is neither a declared input nor a node"),
+                Some(match close.first() {
+                    Some(best) => format!("Did you mean '{best}'? Or declare '{root}' under inputs."),
+                    None => format!(
+                        "Declare '{root}' under inputs, or use a node id. A shell variable is written ${root} without braces, or $${{{root}}}."
+                    ),
+                }),
+            ));
+            return;
+        };
+        let target_node = &self.workflow.nodes[target];
+        if let Some((current, node)) = site.node {
+            if current == target {
+                issues.push(Issue::error(
+                    IssueKind::Template,
+                    &site.path,
+                    format!("Node '{}' references its own output {reference}", node.id),
+                    Some("A node can only use outputs of nodes that ran before it".to_string()),
+                ));
+                return;
+            }
+            if !self.graph.runs_before(target, current) {
+                issues.push(Issue::error(
+                    IssueKind::Template,
+                    &site.path,
+                    format!(
+                        "Template {reference} in node '{}' uses node '{}', which does not run before it",
+                        node.id, target_node.id
+                    ),
+                    Some(format!(
+                        "Add an edge path from '{}' to '{}', or take the value from a node that runs earlier",
+                        target_node.id, node.id
+                    )),
+                ));
+                return;
+            }
+        }
+        if let Some(issue) = self.check_output_path(target_node, reference, &site.path) {
+            issues.push(issue);
+        }
+    }
+
+    /// Whether `node` writes what `reference` reads, as far as its declared outputs tell.
+    fn check_output_path(&self, node: &Node, reference: &Reference, path: &str) -> Option<Issue> {
+        let outputs = self.catalog.outputs(&node.type_name)?;
+        if outputs.iter().any(|p| p.name == "*") {
+            return None;
+        }
+        let (first, rest) = reference.path.split_first()?;
+        let Segment::Field(name) = first else {
+            return Some(Issue::error(
+                IssueKind::Template,
+                path,
+                format!("Template {reference}: a node's outputs are named, not numbered"),
+                None,
+            ));
+        };
+        // Every node writes `error` when it fails.
+        if name == "error" {
+            return None;
+        }
+        let Some(port) = outputs.iter().find(|p| &p.name == name) else {
+            let mut message = format!(
+                "Node '{}' (type: {}) does not output '{name}'\nAvailable outputs from '{}':",
+                node.id, node.type_name, node.id
+            );
+            for port in outputs {
+                message.push_str(&format!(
+                    "\n  ${{{}.{}}} ({})",
+                    node.id, port.name, port.type_name
+                ));
+            }
+            let close = closest(name, outputs.iter().map(|p| p.name.as_str()));
+            return Some(Issue::error(
+                IssueKind::Template,
+                path,
+                message,
+                close
+                    .first()
+                    .map(|best| format!("Did you mean: ${{{}.{best}}}?", node.id)),
+            ));
+        };
+        walk_schema(node, port, reference, rest, path)
+    }
+}
+
+/// Follows the rest of a path into an output's schema, as far as the schema knows.
+fn walk_schema(
+    node: &Node,
+    port: &Port,
+    reference: &Reference,
+    rest: &[Segment],
+    path: &str,
+) -> Option<Issue> {
+    let error = |message: String| Some(Issue::error(IssueKind::Template, path, message, None));
+    let mut schema = port.schema.as_ref();
+    let mut walked = format!("{}.{}", node.id, port.name);
+    for segment in rest {
+        let Some(current) = schema else {
+            return unschematized(port, reference, &walked, path);
+        };
+        let schema_type = current.get("type").and_then(Value::as_str);
+        match segment {
+            Segment::Field(field) => {
+                if let Some(param) = current.get("x-keys-from-param").and_then(Value::as_str) {
+                    return match node.params.get(param) {
+                        Some(Value::Object(keys)) if !keys.contains_key(field) => error(format!(
+                            "Template {reference}: '{walked}' only has the keys given in param '{param}' ({}), not '{field}'",
+                            keys.keys().cloned().collect::<Vec<_>>().join(", ")
+                        )),
+                        _ => None,
+                    };
+                }
+                if schema_type == Some("array") {
+                    return error(format!(
+                        "Template {reference}: '{walked}' is a list; use an index such as [0]"
+                    ));
+                }
+                let properties = current.get("properties").and_then(Value::as_object);
+                match properties.and_then(|p| p.get(field)) {
+                    Some(next) => schema = Some(next),
+                    None if properties.is_some()
+                        && current.get("additionalProperties") != Some(&Value::Bool(true)) =>
+                    {
+                        let known: Vec<&str> = properties
+                            .into_iter()
+                            .flat_map(|p| p.keys())
+                            .map(String::as_str)
+                            .collect();
+                        return error(format!(
+                            "Template {reference}: '{walked}' has no field '{field}'; it has: {}",
+                            known.join(", ")
+                        ));
+                    }
+                    None => return None,
+                }
+            }
+            Segment::Index(_) | Segment::NestedIndex(_) => match schema_type {
+                Some("array") => schema = current.get("items"),
+                Some("object") => {
+                    return error(format!(
+                        "Template {reference}: '{walked}' is an object, not a list"
+                    ))
+                }
+                _ => return None,
+            },
+        }
+        walked.push_str(&segment.to_string());
+    }
+    None
+}
+
+/// A path into an output whose structure is not declared: an error for numbers and booleans,
+/// a warning for `any` and text (checked when the workflow runs), nothing for dicts and lists.
+fn unschematized(port: &Port, reference: &Reference, walked: &str, path: &str) -> Option<Issue> {
+    let types: Vec<&str> = port.type_name.split('|').map(str::trim).collect();
+    let scalar = |t: &&str| {
+        matches!(
+            *t,
+            "int" | "integer" | "float" | "number" | "bool" | "boolean" | "null"
+        )
+    };
+    if types.iter().all(scalar) {
+        return Some(Issue::error(
+            IssueKind::Template,
+            path,
+            format!(
+                "Template {reference}: '{walked}' is {}, which has no fields or items",
+                port.type_name
+            ),
+            None,
+        ));
+    }
+    let text = |t: &&str| matches!(*t, "str" | "string");
+    if types.contains(&"any") || types.iter().all(|t| text(t) || scalar(t)) {
+        return Some(Issue::warning(
+            IssueKind::Template,
+            path,
+            format!(
+                "Template {reference}: the structure of '{walked}' ({}) is not declared; the path is checked when the workflow runs",
+                port.type_name
+            ),
+            None,
+        ));
+    }
+    None
+}
+
+fn collect_strings(value: &Value, path: String, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(text) if text.contains("${") => out.push((path, text.clone())),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_strings(item, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                collect_strings(item, format!("{path}.{key}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn data_flow(workflow: &Workflow, graph: &Graph, issues: &mut Vec<Issue>) {
+    let nodes = &workflow.nodes;
+    // A node that reaches itself is on a cycle; nodes that reach each other share one.
+    let mut reported = vec![false; nodes.len()];
+    for i in 0..nodes.len() {
+        if reported[i] || !graph.reaches[i][i] {
+            continue;
+        }
+        let cycle: Vec<usize> = (0..nodes.len())
+            .filter(|&j| graph.reaches[i][j] && graph.reaches[j][i])
+            .collect();
+        for &j in &cycle {
+            reported[j] = true;
+        }
+        let names: Vec<&str> = cycle.iter().map(|&j| nodes[j].id.as_str()).collect();
+        issues.push(Issue::error(
+            IssueKind::DataFlow,
+            "edges",
+            format!(
+                "Data flow error: Circular dependency detected involving nodes: {}",
+                names.join(", ")
+            ),
+            Some(
+                "Workflows run as a directed acyclic graph; remove an edge of the cycle"
+                    .to_string(),
+            ),
+        ));
+    }
+    for (i, node) in nodes.iter().enumerate() {
+        if i != graph.start && !graph.reaches[graph.start][i] {
+            let start = &nodes[graph.start].id;
+            let hint = if graph.successors.iter().all(Vec::is_empty) {
+                "The workflow has no edges: connect the nodes in the order they run, e.g. {\"from\": \"a\", \"to\": \"b\"}".to_string()
+            } else {
+                format!(
+                    "Add an edge to '{}' from a node that runs, or remove it",
+                    node.id
+                )
+            };
+            issues.push(Issue::error(
+                IssueKind::DataFlow,
+                &format!("nodes[{i}]"),
+                format!("Node '{}' is unreachable: no edge path leads to it from the start node '{start}'", node.id),
+                Some(hint),
+            ));
+        }
+    }
+}
+
+fn inputs(
+    workflow: &Workflow,
+    used: &HashSet<String>,
+    given: Option<&Map<String, Value>>,
+    issues: &mut Vec<Issue>,
+) {
+    let unused: Vec<&str> = workflow
+        .inputs
+        .keys()
+        .filter(|name| !used.contains(*name))
+        .map(String::as_str)
+        .collect();
+    if !unused.is_empty() {
+        issues.push(Issue::error(
+            IssueKind::Inputs,
+            "inputs",
+            format!(
+                "Declared input(s) never used as template variable: {}",
+                unused.join(", ")
+            ),
+            Some("Use each input in a node's params as ${name}, or remove it".to_string()),
+        ));
+    }
+    let Some(given) = given else { return };
+    for (name, spec) in &workflow.inputs {
+        if spec.required && spec.default.is_none() && !given.contains_key(name) {
+            issues.push(Issue::error(
+                IssueKind::Inputs,
+                &format!("inputs.{name}"),
+                format!("Required input '{name}' has no value"),
+                Some(format!("Give it as {name}=... or declare a default")),
+            ));
+        }
+    }
+    for (name, value) in given {
+        if !workflow.inputs.contains_key(name) {
+            let close = closest(name, workflow.inputs.keys().map(String::as_str));
+            issues.push(Issue::error(
+                IssueKind::Inputs,
+                "inputs",
+                format!(
+                    "A value is given for '{name}' ({}), which is not a declared input",
+                    json_kind(value)
+                ),
+                close.first().map(|best| format!("Did you mean '{best}'?")),
+            ));
+        }
+    }
+}
