@@ -42,4 +42,5 @@ acceptance:
 bench: build
     cargo bench -p pflow-runtime --bench node_overhead
     cargo bench -p pflow-runtime --bench http_extract
+    cargo bench -p pflow-validate --bench validate_large
     cargo bench -p pflow-host --bench run_example
