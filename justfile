@@ -26,8 +26,13 @@ demo: build
     ./target/release/pflow-host run examples/word-count.json
     ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
 
+# The real peers the tests talk to: MCP servers from npm, the MCP and httpbin packages from PyPI
+test-peers:
+    npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "mcp>=2,<3" httpbin
+
 # Every check: formatting, lints, the plugin build, the acceptance scripts, all tests
-test: plugins
+test: plugins test-peers
     cargo fmt --all --check
     cargo clippy --workspace --all-targets -q -- -D warnings
     just acceptance

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("PFLOW_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp logs transport failures that the node error already reports.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off"));
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -1,6 +1,7 @@
 //! `pflow-host`: run pflow workflows with every node sandboxed as a WebAssembly component.
 
 mod display;
+mod mcp_cmd;
 mod registry_cmd;
 mod run_cmd;
 mod validate_cmd;
@@ -32,6 +33,9 @@ enum Command {
     /// Check a workflow without running it: `pflow-host validate FILE.json [key=value ...]`.
     /// Exits 0 when it is valid, 1 when not.
     Validate(validate_cmd::ValidateArgs),
+    /// Manage MCP servers and record their tools as node types.
+    #[command(subcommand)]
+    Mcp(mcp_cmd::McpCommand),
     /// Show the node types that are installed.
     #[command(subcommand)]
     Registry(registry_cmd::RegistryCommand),
@@ -62,6 +66,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => open().and_then(|host| run_cmd::run(&host, args)),
         Command::Validate(args) => open().and_then(|host| validate_cmd::run(&host, args)),
+        Command::Mcp(command) => open().and_then(|host| mcp_cmd::run(&host, command)),
         Command::Registry(command) => open().and_then(|host| registry_cmd::run(&host, command)),
     };
     match result {

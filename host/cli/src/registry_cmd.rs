@@ -55,7 +55,7 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
             node_type,
             output_format,
         } => {
-            let Some(plugin) = host.registry.get(&node_type) else {
+            let Some(resolved) = host.registry.resolve(&node_type) else {
                 let close = pflow_ir::closest(&node_type, host.registry.types());
                 let hint = if close.is_empty() {
                     String::new()
@@ -65,27 +65,76 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                 eprintln!("error: Unknown node type: '{node_type}'.{hint}");
                 return Ok(crate::exit::CANNOT_START);
             };
-            if output_format == OutputFormat::Json {
-                println!("{}", serde_json::to_string_pretty(&plugin_json(plugin))?);
-                return Ok(0);
-            }
-            let spec = &plugin.spec;
-            println!("{}: {}", spec.name, spec.description);
-            println!("  from: {} ({:?})", plugin.path.display(), plugin.origin);
-            println!("  capabilities: {}", capabilities(plugin));
-            for (title, ports) in [("params", &spec.params), ("outputs", &spec.outputs)] {
-                println!("  {title}:");
-                for port in ports.iter() {
-                    let required = if port.required { ", required" } else { "" };
-                    println!(
-                        "    {} ({}{required}): {}",
-                        port.name, port.type_name, port.description
-                    );
-                }
-            }
-            Ok(0)
+            let Some(tool) = resolved.mcp_tool else {
+                return describe(&plugin_json(resolved.plugin), output_format);
+            };
+            let document = json!({
+                "type": tool.spec.name,
+                "description": tool.spec.description,
+                "params": tool.spec.params,
+                "outputs": tool.spec.outputs,
+                "capabilities": tool.spec.capabilities,
+                "origin": "mcp",
+                "server": tool.server,
+                "tool": tool.tool,
+                "annotations": tool.annotations,
+            });
+            describe(&document, output_format)
         }
     }
+}
+
+/// One node type's description, as JSON or for a person.
+fn describe(document: &serde_json::Value, output_format: OutputFormat) -> Result<u8> {
+    if output_format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(document)?);
+        return Ok(0);
+    }
+    let text = |key: &str| document[key].as_str().unwrap_or_default().to_string();
+    println!("{}: {}", text("type"), text("description"));
+    match document.get("server") {
+        Some(server) => println!("  from: MCP server {} (tool {})", server, document["tool"]),
+        None => println!("  from: {} ({})", text("path"), text("origin")),
+    }
+    let capabilities: Vec<String> = document["capabilities"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let name = c.as_str().unwrap_or_default();
+            let denied = document["denied_capabilities"]
+                .as_array()
+                .is_some_and(|d| d.contains(c));
+            if denied {
+                format!("{name} (denied)")
+            } else {
+                name.to_string()
+            }
+        })
+        .collect();
+    let capabilities = if capabilities.is_empty() {
+        "none".to_string()
+    } else {
+        capabilities.join(", ")
+    };
+    println!("  capabilities: {capabilities}");
+    for title in ["params", "outputs"] {
+        println!("  {title}:");
+        for port in document[title].as_array().into_iter().flatten() {
+            let required = if port["required"] == true {
+                ", required"
+            } else {
+                ""
+            };
+            println!(
+                "    {} ({}{required}): {}",
+                port["name"].as_str().unwrap_or_default(),
+                port["type"].as_str().unwrap_or_default(),
+                port["description"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(0)
 }
 
 /// `log, process (denied)`.

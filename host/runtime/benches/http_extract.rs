@@ -123,6 +123,7 @@ fn main() {
         limits: Limits::default(),
         grants: Grants::of([Capability::Http]),
         http_policy: Default::default(),
+        mcp: None,
     };
     let params: Map<String, Value> = json!({
         "url": url,

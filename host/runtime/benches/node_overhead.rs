@@ -38,6 +38,7 @@ fn main() {
         limits: Limits::default(),
         grants: Grants::default(),
         http_policy: Default::default(),
+        mcp: None,
     };
     let params: Map<String, Value> = json!({"message": "hello", "n": 42})
         .as_object()

@@ -65,4 +65,6 @@ pub mod category {
     pub const POLICY_DENIED: &str = "policy_denied";
     pub const PLUGIN_LOAD: &str = "plugin_load";
     pub const NETWORK: &str = "network";
+    pub const AUTH: &str = "auth";
+    pub const MCP_UNAVAILABLE: &str = "mcp_unavailable";
 }

@@ -4,7 +4,8 @@
 use crate::capabilities::http::HttpPolicy;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
-use crate::registry::{CacheUse, Plugin, Registry};
+use crate::mcp::{McpServersFile, McpSessions};
+use crate::registry::{CacheUse, McpToolType, Plugin, Registry, Resolved};
 use crate::sandbox::{Execution, Outcome, Sandbox};
 use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
 use pflow_ir::{
@@ -123,6 +124,9 @@ pub struct Executor<'a> {
     pub limits: Limits,
     /// The settings' HTTP policy, before the workflow and the node narrow it.
     pub http_policy: HttpPolicy,
+    /// The configured MCP servers and which of them workflows may call.
+    pub mcp_servers: McpServersFile,
+    pub mcp_allowed: Vec<String>,
 }
 
 impl Executor<'_> {
@@ -138,6 +142,8 @@ impl Executor<'_> {
         let started = Instant::now();
         let mut store = resolve_inputs(&workflow.inputs, given)?;
         let plugins = self.plugins_for(workflow)?;
+        // Servers start on first use and are shut down when `mcp` is dropped, at the end of the run.
+        let mcp = self.mcp_sessions(&plugins);
         let strict = workflow.template_resolution_mode == TemplateMode::Strict;
         let workflow_limits = self.limits.with(workflow.sandbox.as_ref());
         let workflow_http = self
@@ -170,7 +176,11 @@ impl Executor<'_> {
                 node_type: &node.type_name,
             });
             let node_started = Instant::now();
-            let plugin = plugins[node.id.as_str()];
+            let Resolved { plugin, mcp_tool } = plugins[node.id.as_str()];
+            let params = match mcp_tool {
+                Some(tool) => with_mcp_target(&node.params, tool),
+                None => node.params.clone(),
+            };
             let exec = Execution {
                 node_id: &node.id,
                 node_type: &node.type_name,
@@ -179,10 +189,11 @@ impl Executor<'_> {
                 http_policy: Arc::new(
                     workflow_http.narrowed(http_overrides(node.sandbox.as_ref())),
                 ),
+                mcp: mcp.clone(),
             };
             let (result, cache) = match &node.batch {
-                None => self.run_once(plugin, &exec, &node.params, &store, strict),
-                Some(batch) => self.run_batch(plugin, &exec, &node.params, batch, &store, strict),
+                None => self.run_once(plugin, &exec, &params, &store, strict),
+                Some(batch) => self.run_batch(plugin, &exec, &params, batch, &store, strict),
             };
             let (outputs, action, error) = match result {
                 Ok(outcome) => (outcome.outputs, outcome.action, None),
@@ -254,12 +265,12 @@ impl Executor<'_> {
     fn plugins_for<'w>(
         &self,
         workflow: &'w Workflow,
-    ) -> Result<std::collections::HashMap<&'w str, &Plugin>, StartError> {
+    ) -> Result<std::collections::HashMap<&'w str, Resolved<'_>>, StartError> {
         workflow
             .nodes
             .iter()
-            .map(|node| match self.registry.get(&node.type_name) {
-                Some(plugin) => Ok((node.id.as_str(), plugin)),
+            .map(|node| match self.registry.resolve(&node.type_name) {
+                Some(resolved) => Ok((node.id.as_str(), resolved)),
                 None => Err(StartError::UnknownNodeType {
                     node_id: node.id.clone(),
                     node_type: node.type_name.clone(),
@@ -271,6 +282,26 @@ impl Executor<'_> {
                 }),
             })
             .collect()
+    }
+
+    /// Sessions for the run when it uses MCP tools (or the plain `mcp` type); none otherwise.
+    fn mcp_sessions(
+        &self,
+        plugins: &std::collections::HashMap<&str, Resolved<'_>>,
+    ) -> Option<Arc<McpSessions>> {
+        let uses_mcp = plugins
+            .values()
+            .any(|r| r.mcp_tool.is_some() || r.plugin.spec.name == "mcp");
+        if !uses_mcp {
+            return None;
+        }
+        match McpSessions::new(self.mcp_servers.servers.clone(), self.mcp_allowed.clone()) {
+            Ok(sessions) => Some(Arc::new(sessions)),
+            Err(e) => {
+                tracing::warn!("{e}");
+                None
+            }
+        }
     }
 
     fn run_once(
@@ -359,6 +390,17 @@ impl Executor<'_> {
         };
         (Ok(outcome), cache)
     }
+}
+
+/// The params of an MCP tool node, with the server, the tool and its argument names added for
+/// the `mcp` plugin.
+fn with_mcp_target(params: &Map<String, Value>, tool: &McpToolType) -> Map<String, Value> {
+    let mut params = params.clone();
+    params.insert("__mcp_server".to_string(), json!(tool.server));
+    params.insert("__mcp_tool".to_string(), json!(tool.tool));
+    let names: Vec<&str> = tool.spec.params.iter().map(|p| p.name.as_str()).collect();
+    params.insert("__mcp_arguments".to_string(), json!(names));
+    params
 }
 
 fn http_overrides(sandbox: Option<&SandboxOverrides>) -> Option<&HttpOverrides> {

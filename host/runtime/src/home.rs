@@ -42,6 +42,16 @@ impl PflowHome {
         self.root.join("cache").join("components")
     }
 
+    /// MCP servers, in the `{"mcpServers": {...}}` format other MCP clients use.
+    pub fn mcp_servers_path(&self) -> PathBuf {
+        self.root.join("mcp-servers.json")
+    }
+
+    /// The tools of each MCP server, as `pflow-host mcp sync` last saw them.
+    pub fn mcp_tools_path(&self) -> PathBuf {
+        self.root.join("mcp-tools.json")
+    }
+
     pub fn settings_path(&self) -> PathBuf {
         self.root.join("settings.json")
     }
@@ -81,6 +91,25 @@ pub struct Settings {
     pub plugins: PluginSettings,
     #[serde(default)]
     pub http: HttpSettings,
+    #[serde(default)]
+    pub mcp: McpSettings,
+}
+
+/// Which configured MCP servers workflows may call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSettings {
+    /// Server names from mcp-servers.json, or `*` for all of them.
+    #[serde(default = "any_host")]
+    pub allowed_servers: Vec<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            allowed_servers: any_host(),
+        }
+    }
 }
 
 /// What the `http` capability may do, for every workflow (which can only narrow it).

@@ -12,6 +12,7 @@ pub mod error;
 pub mod executor;
 pub mod home;
 pub mod limits;
+pub mod mcp;
 pub mod registry;
 pub mod sandbox;
 
@@ -40,12 +41,13 @@ impl Host {
         let settings = home.settings()?;
         let sandbox = Sandbox::new()?;
         let dirs = plugin_dirs(&home, builtin_dir);
-        let registry = Registry::load(
+        let mut registry = Registry::load(
             &sandbox,
             &dirs,
             &home.component_cache_dir(),
             &settings.plugins,
         );
+        registry.add_mcp_tools(&mcp::ToolsFile::load(&home.mcp_tools_path()));
         for problem in &registry.problems {
             tracing::warn!("plugin skipped: {problem}");
         }
@@ -64,7 +66,17 @@ impl Host {
             registry: &self.registry,
             limits: Limits::default().with(self.settings.sandbox.as_ref()),
             http_policy: HttpPolicy::from_settings(&self.settings.http),
+            mcp_servers: self.mcp_servers(),
+            mcp_allowed: self.settings.mcp.allowed_servers.clone(),
         }
+    }
+
+    /// The configured MCP servers; a file that cannot be read counts as none, with a warning.
+    pub fn mcp_servers(&self) -> mcp::McpServersFile {
+        mcp::McpServersFile::load(&self.home.mcp_servers_path()).unwrap_or_else(|e| {
+            tracing::warn!("MCP servers ignored: {e}");
+            Default::default()
+        })
     }
 }
 

@@ -97,9 +97,27 @@ impl Plugin {
     }
 }
 
+/// A tool of an MCP server as a node type, `mcp-<server>-<tool>`: run by the `mcp` plugin with
+/// the server and tool added to its params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpToolType {
+    pub server: String,
+    pub tool: String,
+    pub spec: PluginSpec,
+    /// The tool's `annotations` (`readOnlyHint`, `destructiveHint`, ...), kept for dry runs.
+    pub annotations: serde_json::Value,
+}
+
+/// The plugin that runs a node type, and the MCP tool when the type is one.
+pub struct Resolved<'a> {
+    pub plugin: &'a Plugin,
+    pub mcp_tool: Option<&'a McpToolType>,
+}
+
 /// All plugins found, by node type.
 pub struct Registry {
     plugins: BTreeMap<String, Plugin>,
+    mcp_tools: BTreeMap<String, McpToolType>,
     /// Files that could not be loaded, and types shadowed by an earlier directory.
     pub problems: Vec<String>,
 }
@@ -115,6 +133,7 @@ impl Registry {
         let engine_dir = cache_dir.join(engine_key(sandbox));
         let mut registry = Registry {
             plugins: BTreeMap::new(),
+            mcp_tools: BTreeMap::new(),
             problems: Vec::new(),
         };
         for dir in dirs {
@@ -145,8 +164,59 @@ impl Registry {
         self.plugins.get(node_type)
     }
 
+    /// Adds a node type for every tool that `mcp sync` recorded, when the `mcp` plugin is
+    /// installed to run them.
+    pub fn add_mcp_tools(&mut self, tools: &crate::mcp::ToolsFile) {
+        if !self.plugins.contains_key("mcp") {
+            return;
+        }
+        for (server, server_tools) in &tools.servers {
+            for tool in server_tools {
+                match mcp_tool_type(server, tool) {
+                    Some(tool_type) => {
+                        self.mcp_tools
+                            .insert(tool_type.spec.name.clone(), tool_type);
+                    }
+                    None => self.problems.push(format!(
+                        "MCP server '{server}' has a tool without a usable name: {tool}"
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The plugin and, for MCP tool types, the tool.
+    pub fn resolve(&self, node_type: &str) -> Option<Resolved<'_>> {
+        if let Some(plugin) = self.plugins.get(node_type) {
+            return Some(Resolved {
+                plugin,
+                mcp_tool: None,
+            });
+        }
+        let tool = self.mcp_tools.get(node_type)?;
+        Some(Resolved {
+            plugin: self.plugins.get("mcp")?,
+            mcp_tool: Some(tool),
+        })
+    }
+
+    pub fn mcp_tools(&self) -> impl Iterator<Item = &McpToolType> {
+        self.mcp_tools.values()
+    }
+
+    /// Every node type: plugins and MCP tools.
     pub fn types(&self) -> impl Iterator<Item = &str> {
-        self.plugins.keys().map(String::as_str)
+        self.plugins
+            .keys()
+            .chain(self.mcp_tools.keys())
+            .map(String::as_str)
+    }
+
+    fn spec(&self, node_type: &str) -> Option<&PluginSpec> {
+        match self.plugins.get(node_type) {
+            Some(plugin) => Some(&plugin.spec),
+            None => self.mcp_tools.get(node_type).map(|t| &t.spec),
+        }
     }
 
     pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
@@ -328,7 +398,7 @@ fn load_or_compile(
 }
 
 /// Writes through a temporary file and a rename, so a reader never sees half a file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().ok_or("no parent directory")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
@@ -344,18 +414,123 @@ fn hex(bytes: &[u8]) -> String {
 /// The validator sees node types through their descriptions alone.
 impl NodeCatalog for Registry {
     fn params(&self, node_type: &str) -> Option<&[Port]> {
-        self.plugins
-            .get(node_type)
-            .map(|p| p.spec.params.as_slice())
+        self.spec(node_type).map(|s| s.params.as_slice())
     }
 
     fn outputs(&self, node_type: &str) -> Option<&[Port]> {
-        self.plugins
-            .get(node_type)
-            .map(|p| p.spec.outputs.as_slice())
+        self.spec(node_type).map(|s| s.outputs.as_slice())
     }
 
     fn types(&self) -> Vec<&str> {
-        self.plugins.keys().map(String::as_str).collect()
+        Registry::types(self).collect()
+    }
+}
+
+/// `mcp-<server>-<tool>`, with whatever a node type may not contain replaced by '-'.
+pub fn mcp_type_name(server: &str, tool: &str) -> String {
+    format!("mcp-{server}-{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// A node type from an MCP `Tool`: params from `inputSchema`, outputs from `outputSchema`'s
+/// properties (plus `result`), or `result` typed `any` without one.
+fn mcp_tool_type(server: &str, tool: &serde_json::Value) -> Option<McpToolType> {
+    use serde_json::Value;
+    let name = tool.get("name")?.as_str()?;
+    let ports = |schema: Option<&Value>| -> Vec<Port> {
+        let Some(schema) = schema else {
+            return Vec::new();
+        };
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(key, property)| Port {
+                        name: key.clone(),
+                        type_name: pflow_type(property),
+                        description: property
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        required: required.contains(&key.as_str()),
+                        schema: Some(property.clone()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let output_schema = tool
+        .get("outputSchema")
+        .filter(|s| s.get("properties").is_some());
+    let mut outputs = ports(output_schema);
+    outputs.retain(|p| p.name != "result");
+    outputs.push(Port {
+        name: "result".to_string(),
+        type_name: if output_schema.is_some() {
+            "dict"
+        } else {
+            "any"
+        }
+        .to_string(),
+        description: "The structured result, or the text content (parsed when it is JSON)"
+            .to_string(),
+        required: true,
+        schema: output_schema.cloned(),
+    });
+    Some(McpToolType {
+        server: server.to_string(),
+        tool: name.to_string(),
+        spec: PluginSpec {
+            name: mcp_type_name(server, name),
+            description: tool
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            params: ports(tool.get("inputSchema")),
+            outputs,
+            capabilities: vec![Capability::Mcp],
+        },
+        annotations: tool.get("annotations").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// JSON Schema's type as pflow names it.
+fn pflow_type(schema: &serde_json::Value) -> String {
+    let name = |t: &str| match t {
+        "string" => "str",
+        "integer" => "int",
+        "number" => "float",
+        "boolean" => "bool",
+        "object" => "dict",
+        "array" => "list",
+        "null" => "null",
+        _ => "any",
+    };
+    match schema.get("type") {
+        Some(serde_json::Value::String(t)) => name(t).to_string(),
+        Some(serde_json::Value::Array(types)) => types
+            .iter()
+            .filter_map(|t| t.as_str())
+            .map(name)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ => "any".to_string(),
     }
 }

@@ -7,6 +7,7 @@ use crate::capabilities::http::HttpPolicy;
 use crate::capabilities::Grants;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
+use crate::mcp::McpSessions;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -85,6 +86,7 @@ impl Sandbox {
             cancel: self.cancel.clone(),
             output_cap: exec.limits.output_bytes,
             http_policy: exec.http_policy.clone(),
+            mcp: exec.mcp.clone(),
             log_messages: 0,
             stopped_by: None,
         };
@@ -119,6 +121,7 @@ impl Sandbox {
             limits: Limits::default(),
             grants: Grants::default(),
             http_policy: Arc::default(),
+            mcp: None,
         };
         let (mut store, stderr) = self.new_store(&exec);
         let result = pre
@@ -165,6 +168,8 @@ pub struct Execution<'a> {
     pub limits: Limits,
     pub grants: Grants,
     pub http_policy: Arc<HttpPolicy>,
+    /// The run's MCP sessions, when it uses MCP tools.
+    pub mcp: Option<Arc<McpSessions>>,
 }
 
 /// A node's successful result: its outputs and the action that picks the next edge.
@@ -331,6 +336,7 @@ pub struct HostState {
     pub(crate) cancel: Arc<AtomicBool>,
     pub(crate) output_cap: u64,
     pub(crate) http_policy: Arc<HttpPolicy>,
+    pub(crate) mcp: Option<Arc<McpSessions>>,
     pub(crate) log_messages: u32,
     stopped_by: Option<Stop>,
 }

@@ -24,7 +24,7 @@
 //! pflow_sdk::export_node!(Greet);
 //! ```
 //!
-//! Capabilities are plain functions in [`log`], [`process`] and [`http`]. A node that calls none of them
+//! Capabilities are plain functions in [`log`], [`process`], [`http`] and [`mcp`]. A node that calls none of them
 //! imports none, and the host can see which ones it uses before running it.
 //!
 //! This crate builds with rustc 1.63 (Debian's wasm toolchain), so it keeps to that language.
@@ -33,6 +33,7 @@
 pub mod abi;
 pub mod http;
 pub mod log;
+pub mod mcp;
 mod params;
 pub mod process;
 

@@ -5,7 +5,9 @@
 pub mod http;
 mod process;
 
-use crate::bindings::pflow::node::{http as http_wit, log, process as process_wit, types};
+use crate::bindings::pflow::node::{
+    http as http_wit, log, mcp as mcp_wit, process as process_wit, types,
+};
 use crate::error::category;
 use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
@@ -20,17 +22,23 @@ pub enum Capability {
     Log,
     Process,
     Http,
+    Mcp,
 }
 
 impl Capability {
-    pub const ALL: &'static [Capability] =
-        &[Capability::Log, Capability::Process, Capability::Http];
+    pub const ALL: &'static [Capability] = &[
+        Capability::Log,
+        Capability::Process,
+        Capability::Http,
+        Capability::Mcp,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Capability::Log => "log",
             Capability::Process => "process",
             Capability::Http => "http",
+            Capability::Mcp => "mcp",
         }
     }
 
@@ -165,6 +173,49 @@ impl http_wit::Host for HostState {
     }
 }
 
+impl mcp_wit::Host for HostState {
+    fn call(&mut self, call: mcp_wit::ToolCall) -> Result<mcp_wit::ToolResult, types::NodeError> {
+        if !self.grants.allows(Capability::Mcp) {
+            return Err(denied(Capability::Mcp, &self.node_type));
+        }
+        let Some(sessions) = self.mcp.clone() else {
+            return Err(types::NodeError {
+                category: crate::error::category::MCP_UNAVAILABLE.to_string(),
+                message: "No MCP servers are available to this run.".to_string(),
+                fixable: false,
+                attempted: vec![call.server],
+                available: Vec::new(),
+                sample: None,
+            });
+        };
+        let arguments = match serde_json::from_str(&call.arguments) {
+            Ok(serde_json::Value::Object(arguments)) => arguments,
+            _ => {
+                return Err(types::NodeError {
+                    category: "bad_params".to_string(),
+                    message: "The tool's arguments must be a JSON object.".to_string(),
+                    fixable: true,
+                    attempted: Vec::new(),
+                    available: Vec::new(),
+                    sample: Some(call.arguments.chars().take(200).collect()),
+                })
+            }
+        };
+        let deadline = match call.timeout_ms {
+            Some(ms) => self
+                .deadline
+                .min(std::time::Instant::now() + std::time::Duration::from_millis(ms.into())),
+            None => self.deadline,
+        };
+        let result = sessions.call(&call.server, &call.tool, arguments, deadline, &self.cancel)?;
+        Ok(mcp_wit::ToolResult {
+            content: result.content.to_string(),
+            structured: result.structured.map(|v| v.to_string()),
+            is_error: result.is_error,
+        })
+    }
+}
+
 fn denied(capability: Capability, node_type: &str) -> types::NodeError {
     types::NodeError {
         category: category::POLICY_DENIED.to_string(),
@@ -177,5 +228,24 @@ fn denied(capability: Capability, node_type: &str) -> types::NodeError {
         attempted: vec![capability.to_string()],
         available: Vec::new(),
         sample: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Capability;
+
+    #[test]
+    fn every_capability_is_listed_and_named_once() {
+        for capability in Capability::ALL {
+            // A new variant fails to compile here until it is added to ALL as well.
+            match capability {
+                Capability::Log | Capability::Process | Capability::Http | Capability::Mcp => {}
+            }
+            assert_eq!(Capability::from_name(capability.name()), Some(*capability));
+            let import = format!("pflow:node/{}@0.1.0", capability.name());
+            assert_eq!(Capability::from_import(&import), Some(*capability));
+        }
+        assert_eq!(Capability::ALL.len(), 4);
     }
 }

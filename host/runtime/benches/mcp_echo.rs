@@ -1,0 +1,120 @@
+//! 100 sequential `echo` calls to one stdio MCP server (server-everything), through the mcp
+//! node (a fresh sandboxed instance per call, as a workflow runs it) and directly through the
+//! host's MCP client, in the same run against the same server. Prints the median per call and
+//! what the node adds (the issue's target: at most 1 ms).
+
+use pflow_runtime::capabilities::{Capability, Grants};
+use pflow_runtime::home::PluginSettings;
+use pflow_runtime::mcp::{McpSessions, ServerConfig};
+use pflow_runtime::registry::{Origin, PluginDir, Registry};
+use pflow_runtime::sandbox::{Execution, Sandbox};
+use pflow_runtime::Limits;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const CALLS: usize = 100;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let server =
+        root.join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        server.exists(),
+        "run `just test-peers` before this benchmark"
+    );
+    let plugins = root.join("target/plugins");
+    assert!(
+        plugins.join("mcp.wasm").exists(),
+        "run `just plugins` before this benchmark"
+    );
+
+    let config = ServerConfig {
+        command: Some("node".to_string()),
+        args: vec![server.to_string_lossy().into_owned(), "stdio".to_string()],
+        ..ServerConfig::default()
+    };
+    let sessions = Arc::new(
+        McpSessions::new(
+            BTreeMap::from([("everything".to_string(), config)]),
+            vec!["*".to_string()],
+        )
+        .expect("MCP runtime"),
+    );
+    let never = AtomicBool::new(false);
+    let arguments: Map<String, Value> = json!({"message": "hello"}).as_object().cloned().unwrap();
+    let direct_call = || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let result = sessions
+            .call("everything", "echo", arguments.clone(), deadline, &never)
+            .expect("echo");
+        assert!(!result.is_error);
+    };
+    direct_call(); // starts the server
+
+    let cache = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new().unwrap();
+    let dirs = [PluginDir {
+        path: plugins,
+        origin: Origin::Builtin,
+    }];
+    let registry = Registry::load(&sandbox, &dirs, cache.path(), &PluginSettings::default());
+    let (pre, _) = registry
+        .get("mcp")
+        .expect("mcp plugin")
+        .prepared(&sandbox)
+        .unwrap();
+    let exec = Execution {
+        node_id: "say",
+        node_type: "mcp-everything-echo",
+        limits: Limits::default(),
+        grants: Grants::of([Capability::Mcp]),
+        http_policy: Default::default(),
+        mcp: Some(sessions.clone()),
+    };
+    let params: Map<String, Value> = json!({
+        "message": "hello",
+        "__mcp_server": "everything",
+        "__mcp_tool": "echo",
+        "__mcp_arguments": ["message"]
+    })
+    .as_object()
+    .cloned()
+    .unwrap();
+    let node_call = || {
+        let outcome = sandbox.run(pre, &exec, &params).expect("the mcp node runs");
+        assert_eq!(outcome.outputs["result"], "Echo: hello");
+    };
+    for _ in 0..10 {
+        direct_call();
+        node_call();
+    }
+    let mut direct_samples = Vec::with_capacity(CALLS);
+    let mut node_samples = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        direct_call();
+        direct_samples.push(started.elapsed());
+        let started = Instant::now();
+        node_call();
+        node_samples.push(started.elapsed());
+    }
+    let (direct, node) = (median(direct_samples), median(node_samples));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "mcp_echo: {CALLS} sequential echo calls to server-everything (stdio), median per call: \
+         direct client {:.3} ms, mcp node {:.3} ms, the node adds {:.3} ms; target <= 1 ms",
+        ms(direct),
+        ms(node),
+        ms(node.saturating_sub(direct)),
+    );
+    sessions.shutdown();
+}
