@@ -110,7 +110,7 @@ fn unknown_node_type_suggests_the_closest_known_types() {
         "{message}"
     );
     assert!(
-        message.contains("Known types: echo, hostile, http, shell."),
+        message.contains("Known types: echo, hostile, http, mcp, shell."),
         "{message}"
     );
 }

@@ -16,7 +16,7 @@ fn list_shows_every_type_with_origin_and_capabilities() {
         .iter()
         .map(|p| p["type"].as_str().unwrap())
         .collect();
-    assert_eq!(types, ["echo", "hostile", "http", "shell"]);
+    assert_eq!(types, ["echo", "hostile", "http", "mcp", "shell"]);
     let shell = plugins.iter().find(|p| p["type"] == "shell").unwrap();
     assert_eq!(shell["origin"], "builtin");
     assert_eq!(shell["capabilities"], json!(["log", "process"]));
