@@ -44,8 +44,9 @@ acceptance:
     scripts/acceptance-http.sh target/debug/pflow-host
 
 # The benchmarks (release build); each prints its figure
-bench: build
+bench: build test-peers
     cargo bench -p pflow-runtime --bench node_overhead
     cargo bench -p pflow-runtime --bench http_extract
     cargo bench -p pflow-validate --bench validate_large
+    cargo bench -p pflow-runtime --bench mcp_echo
     cargo bench -p pflow-host --bench run_example
