@@ -490,3 +490,35 @@ fn error(category: &str, message: String, fixable: bool) -> NodeError {
         sample: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_variables_expand_with_defaults() {
+        std::env::set_var("PFLOW_MCP_TEST_TOKEN", "s3cret");
+        std::env::remove_var("PFLOW_MCP_TEST_UNSET");
+        assert_eq!(expand_env("Bearer ${PFLOW_MCP_TEST_TOKEN}").unwrap(), "Bearer s3cret");
+        assert_eq!(expand_env("${PFLOW_MCP_TEST_UNSET:-fallback}/x").unwrap(), "fallback/x");
+        assert_eq!(expand_env("${PFLOW_MCP_TEST_TOKEN:-unused}").unwrap(), "s3cret");
+        assert_eq!(expand_env("no variables").unwrap(), "no variables");
+        assert_eq!(
+            expand_env("${PFLOW_MCP_TEST_UNSET}").unwrap_err(),
+            "environment variable PFLOW_MCP_TEST_UNSET is not set"
+        );
+    }
+
+    #[test]
+    fn the_standard_configuration_format_round_trips() {
+        let text = r#"{"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"A": "1"}},
+            "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${T}"}}
+        }}"#;
+        let file: McpServersFile = serde_json::from_str(text).unwrap();
+        assert_eq!(file.servers["files"].args[2], "/tmp");
+        assert_eq!(file.servers["remote"].kind.as_deref(), Some("http"));
+        let again: McpServersFile = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
+        assert_eq!(again, file);
+    }
+}
