@@ -383,3 +383,43 @@ fn workflows_may_only_call_servers_the_settings_allow() {
         .unwrap()
         .contains("mcp.allowed_servers"));
 }
+
+fn runtime_validation(home: &TestHome, workflow: &Value) -> Value {
+    let path = home.workflow("candidate.json", workflow);
+    home.run_args(&[
+        "validate",
+        "--runtime",
+        path.to_str().unwrap(),
+        "--output-format",
+        "json",
+    ])
+    .report()
+}
+
+#[test]
+fn a_dry_run_calls_read_only_tools_only() {
+    let home = home_with(json!({"everything": everything()}));
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [
+            {"id": "say", "type": "mcp-everything-echo", "params": {"message": "hi"}},
+            {"id": "toggle", "type": "mcp-everything-toggle-simulated-logging", "params": {}}
+        ],
+        "edges": [{"from": "say", "to": "toggle"}]
+    });
+    let report = runtime_validation(&home, &workflow);
+    assert_eq!(report["route"], "default", "{report}");
+    assert_eq!(report["executed"], json!(["say"]));
+    assert_eq!(report["unverified"][0]["node_id"], "toggle");
+    assert_eq!(report["skipped"][0]["capability"], "mcp");
+}
+
+#[test]
+fn an_mcp_argument_error_routes_runtime_fix() {
+    let home = home_with(json!({"everything": everything()}));
+    let workflow = json!({"ir_version": "0.1.0", "nodes": [{"id": "add", "type": "mcp-everything-get-sum", "params": {"a": 1, "b": "two"}}]});
+    let report = runtime_validation(&home, &workflow);
+    assert_eq!(report["route"], "runtime_fix", "{report}");
+    assert_eq!(report["runtime_errors"][0]["category"], "argument_error");
+    assert_eq!(report["runtime_errors"][0]["node_id"], "add");
+}

@@ -4,6 +4,7 @@ use crate::run_cmd::parse_inputs;
 use crate::{exit, OutputFormat};
 use anyhow::{Context, Result};
 use clap::Args;
+use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute, RuntimeValidation};
 use pflow_runtime::Host;
 use pflow_validate::{validate_text, Issue};
 use std::path::PathBuf;
@@ -17,6 +18,16 @@ pub struct ValidateArgs {
     inputs: Vec<String>,
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output_format: OutputFormat,
+    /// Run the workflow once and report what goes wrong at run time (dry: side effects are
+    /// contained or skipped, and listed).
+    #[arg(long)]
+    runtime: bool,
+    /// With --runtime: run everything for real.
+    #[arg(long, requires = "runtime")]
+    live: bool,
+    /// With --runtime: how many runtime fixes were already tried (for the planner's routing).
+    #[arg(long, default_value_t = 0, requires = "runtime")]
+    attempts: u32,
 }
 
 pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
@@ -40,6 +51,9 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
             }
         }
     };
+    if args.runtime {
+        return runtime(host, &args, &text, inputs.unwrap_or_default());
+    }
     let report = validate_text(&text, &host.registry, inputs.as_ref());
     if args.output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -61,4 +75,78 @@ fn print_issue(issue: &Issue) {
     let mut lines = issue.to_string();
     lines = lines.replace('\n', "\n  ");
     println!("{lines}\n");
+}
+
+fn runtime(
+    host: &Host,
+    args: &ValidateArgs,
+    text: &str,
+    inputs: serde_json::Map<String, serde_json::Value>,
+) -> Result<u8> {
+    let workflow = match pflow_ir::Workflow::from_json(text) {
+        Ok(workflow) => workflow,
+        Err(error) => {
+            // A workflow that cannot be parsed cannot be fixed at run time.
+            let issue =
+                pflow_runtime::NodeFailure::new("compile", "invalid_workflow", error.to_string());
+            if args.output_format == OutputFormat::Json {
+                let document = serde_json::json!({
+                    "route": RuntimeRoute::FailedRuntime,
+                    "runtime_attempts": args.attempts,
+                    "runtime_errors": [issue],
+                });
+                println!("{}", serde_json::to_string_pretty(&document)?);
+            } else {
+                eprintln!("error: {error}");
+            }
+            return Ok(exit::FAILED);
+        }
+    };
+    let validation = validate_runtime(host.executor(), &workflow, inputs, args.live, args.attempts);
+    if args.output_format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&validation)?);
+    } else {
+        print_runtime(&validation);
+    }
+    Ok(if validation.route == RuntimeRoute::Default {
+        0
+    } else {
+        exit::FAILED
+    })
+}
+
+fn print_runtime(validation: &RuntimeValidation) {
+    let mode = if validation.live { "live" } else { "dry" };
+    println!("Runtime validation ({mode} run): {:?}", validation.route);
+    if !validation.executed.is_empty() {
+        println!("  ran: {}", validation.executed.join(", "));
+    }
+    for unverified in &validation.unverified {
+        println!(
+            "  not run for real: {} ({})",
+            unverified.node_id, unverified.reason
+        );
+    }
+    for effect in &validation.effects {
+        println!(
+            "  {} would be {:?}: {}",
+            effect.node_id,
+            effect.change,
+            effect.path.display()
+        );
+    }
+    for template in &validation.unverified_templates {
+        println!("  unverified template: {template}");
+    }
+    for error in &validation.runtime_errors {
+        let fixable = if error.fixable {
+            "fixable"
+        } else {
+            "not fixable"
+        };
+        println!(
+            "  {} ({}) [{}, {fixable}]: {}",
+            error.node_id, error.node_type, error.category, error.message
+        );
+    }
 }

@@ -124,6 +124,8 @@ fn main() {
         grants: Grants::of([Capability::Http]),
         http_policy: Default::default(),
         mcp: None,
+        mcp_read_only: false,
+        dry: None,
     };
     let params: Map<String, Value> = json!({
         "url": url,

@@ -79,6 +79,8 @@ fn main() {
         grants: Grants::of([Capability::Mcp]),
         http_policy: Default::default(),
         mcp: Some(sessions.clone()),
+        mcp_read_only: false,
+        dry: None,
     };
     let params: Map<String, Value> = json!({
         "message": "hello",

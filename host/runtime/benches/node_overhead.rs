@@ -39,6 +39,8 @@ fn main() {
         grants: Grants::default(),
         http_policy: Default::default(),
         mcp: None,
+        mcp_read_only: false,
+        dry: None,
     };
     let params: Map<String, Value> = json!({"message": "hello", "n": 42})
         .as_object()

@@ -2,6 +2,7 @@
 //! store, each node in its own sandboxed instance, declared outputs out.
 
 use crate::capabilities::http::HttpPolicy;
+use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::mcp::{McpServersFile, McpSessions};
@@ -127,6 +128,8 @@ pub struct Executor<'a> {
     /// The configured MCP servers and which of them workflows may call.
     pub mcp_servers: McpServersFile,
     pub mcp_allowed: Vec<String>,
+    /// Set for a dry run (runtime validation): side effects are contained or skipped.
+    pub dry: Option<Arc<DryRun>>,
 }
 
 impl Executor<'_> {
@@ -190,6 +193,8 @@ impl Executor<'_> {
                     workflow_http.narrowed(http_overrides(node.sandbox.as_ref())),
                 ),
                 mcp: mcp.clone(),
+                mcp_read_only: mcp_tool.is_some_and(|t| t.annotations["readOnlyHint"] == true),
+                dry: self.dry.clone(),
             };
             let (result, cache) = match &node.batch {
                 None => self.run_once(plugin, &exec, &params, &store, strict),

@@ -8,12 +8,14 @@
 
 pub mod bindings;
 pub mod capabilities;
+pub mod dry;
 pub mod error;
 pub mod executor;
 pub mod home;
 pub mod limits;
 pub mod mcp;
 pub mod registry;
+pub mod runtime_validation;
 pub mod sandbox;
 
 pub use error::NodeFailure;
@@ -68,6 +70,7 @@ impl Host {
             http_policy: HttpPolicy::from_settings(&self.settings.http),
             mcp_servers: self.mcp_servers(),
             mcp_allowed: self.settings.mcp.allowed_servers.clone(),
+            dry: None,
         }
     }
 

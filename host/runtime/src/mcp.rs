@@ -499,9 +499,18 @@ mod tests {
     fn environment_variables_expand_with_defaults() {
         std::env::set_var("PFLOW_MCP_TEST_TOKEN", "s3cret");
         std::env::remove_var("PFLOW_MCP_TEST_UNSET");
-        assert_eq!(expand_env("Bearer ${PFLOW_MCP_TEST_TOKEN}").unwrap(), "Bearer s3cret");
-        assert_eq!(expand_env("${PFLOW_MCP_TEST_UNSET:-fallback}/x").unwrap(), "fallback/x");
-        assert_eq!(expand_env("${PFLOW_MCP_TEST_TOKEN:-unused}").unwrap(), "s3cret");
+        assert_eq!(
+            expand_env("Bearer ${PFLOW_MCP_TEST_TOKEN}").unwrap(),
+            "Bearer s3cret"
+        );
+        assert_eq!(
+            expand_env("${PFLOW_MCP_TEST_UNSET:-fallback}/x").unwrap(),
+            "fallback/x"
+        );
+        assert_eq!(
+            expand_env("${PFLOW_MCP_TEST_TOKEN:-unused}").unwrap(),
+            "s3cret"
+        );
         assert_eq!(expand_env("no variables").unwrap(), "no variables");
         assert_eq!(
             expand_env("${PFLOW_MCP_TEST_UNSET}").unwrap_err(),
@@ -518,7 +527,8 @@ mod tests {
         let file: McpServersFile = serde_json::from_str(text).unwrap();
         assert_eq!(file.servers["files"].args[2], "/tmp");
         assert_eq!(file.servers["remote"].kind.as_deref(), Some("http"));
-        let again: McpServersFile = serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
+        let again: McpServersFile =
+            serde_json::from_str(&serde_json::to_string(&file).unwrap()).unwrap();
         assert_eq!(again, file);
     }
 }

@@ -5,6 +5,7 @@
 use crate::bindings::{Node, NodePre};
 use crate::capabilities::http::HttpPolicy;
 use crate::capabilities::Grants;
+use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::mcp::McpSessions;
@@ -87,6 +88,8 @@ impl Sandbox {
             output_cap: exec.limits.output_bytes,
             http_policy: exec.http_policy.clone(),
             mcp: exec.mcp.clone(),
+            mcp_read_only: exec.mcp_read_only,
+            dry: exec.dry.clone(),
             log_messages: 0,
             stopped_by: None,
         };
@@ -122,6 +125,8 @@ impl Sandbox {
             grants: Grants::default(),
             http_policy: Arc::default(),
             mcp: None,
+            mcp_read_only: false,
+            dry: None,
         };
         let (mut store, stderr) = self.new_store(&exec);
         let result = pre
@@ -170,6 +175,10 @@ pub struct Execution<'a> {
     pub http_policy: Arc<HttpPolicy>,
     /// The run's MCP sessions, when it uses MCP tools.
     pub mcp: Option<Arc<McpSessions>>,
+    /// Whether this node's MCP tool is annotated `readOnlyHint`.
+    pub mcp_read_only: bool,
+    /// Set for a dry run: side effects are contained, skipped and recorded here.
+    pub dry: Option<Arc<DryRun>>,
 }
 
 /// A node's successful result: its outputs and the action that picks the next edge.
@@ -337,6 +346,9 @@ pub struct HostState {
     pub(crate) output_cap: u64,
     pub(crate) http_policy: Arc<HttpPolicy>,
     pub(crate) mcp: Option<Arc<McpSessions>>,
+    /// Whether the node's MCP tool is annotated read-only (called even in a dry run).
+    pub(crate) mcp_read_only: bool,
+    pub(crate) dry: Option<Arc<DryRun>>,
     pub(crate) log_messages: u32,
     stopped_by: Option<Stop>,
 }

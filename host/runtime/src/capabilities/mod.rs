@@ -118,7 +118,7 @@ impl process_wit::Host for HostState {
         if !self.grants.allows(Capability::Process) {
             return Err(denied(Capability::Process, &self.node_type));
         }
-        let request = process::Request {
+        let mut request = process::Request {
             argv: command.argv,
             stdin: command.stdin,
             cwd: command.cwd,
@@ -129,7 +129,26 @@ impl process_wit::Host for HostState {
             deadline: self.deadline,
             capture_bytes: self.output_cap,
         };
-        match run_command(request, &self.cancel) {
+        let overlay = match self.dry.clone() {
+            None => None,
+            Some(dry) => match dry_wrap(&mut request) {
+                Ok(overlay) => Some((dry, overlay)),
+                Err(reason) => return Err(self.skip("process", reason)),
+            },
+        };
+        let finished = run_command(request, &self.cancel);
+        if let (Some((dry, overlay)), Ok(out)) = (&overlay, &finished) {
+            if out.exit_code == crate::dry::NO_OVERLAY {
+                return Err(self.skip(
+                    "process",
+                    "no throwaway view of the file system could be made here (it needs root, or \
+                     user namespaces with overlayfs), so the command was not run"
+                        .to_string(),
+                ));
+            }
+            dry.record(&self.node_id, overlay.changes());
+        }
+        match finished {
             Ok(out) => Ok(process_wit::Output {
                 stdout: out.stdout,
                 stderr: out.stderr,
@@ -146,6 +165,17 @@ impl http_wit::Host for HostState {
     fn send(&mut self, request: http_wit::Request) -> Result<http_wit::Response, types::NodeError> {
         if !self.grants.allows(Capability::Http) {
             return Err(denied(Capability::Http, &self.node_type));
+        }
+        if self.dry.is_some()
+            && !["GET", "HEAD", "OPTIONS"].contains(&request.method.to_ascii_uppercase().as_str())
+        {
+            return Err(self.skip(
+                "http",
+                format!(
+                    "{} {} was not sent: a dry run sends only GET, HEAD and OPTIONS",
+                    request.method, request.url
+                ),
+            ));
         }
         let request = http::Request {
             method: request.method,
@@ -177,6 +207,15 @@ impl mcp_wit::Host for HostState {
     fn call(&mut self, call: mcp_wit::ToolCall) -> Result<mcp_wit::ToolResult, types::NodeError> {
         if !self.grants.allows(Capability::Mcp) {
             return Err(denied(Capability::Mcp, &self.node_type));
+        }
+        if self.dry.is_some() && !self.mcp_read_only {
+            return Err(self.skip(
+                "mcp",
+                format!(
+                    "tool '{}' of '{}' was not called: a dry run calls only tools annotated readOnlyHint",
+                    call.tool, call.server
+                ),
+            ));
         }
         let Some(sessions) = self.mcp.clone() else {
             return Err(types::NodeError {
@@ -214,6 +253,38 @@ impl mcp_wit::Host for HostState {
             is_error: result.is_error,
         })
     }
+}
+
+impl HostState {
+    /// Records what a dry run did not do, as the node's `unverified` error.
+    fn skip(&self, capability: &str, reason: String) -> types::NodeError {
+        if let Some(dry) = &self.dry {
+            dry.skip(&self.node_id, capability, reason.clone());
+        }
+        types::NodeError {
+            category: crate::dry::UNVERIFIED.to_string(),
+            message: format!("Dry run: {reason}."),
+            fixable: false,
+            attempted: Vec::new(),
+            available: Vec::new(),
+            sample: None,
+        }
+    }
+}
+
+/// Moves a command into a throwaway view of the file system, without network.
+fn dry_wrap(request: &mut process::Request) -> Result<crate::dry::Overlay, String> {
+    let overlay = crate::dry::Overlay::new()
+        .map_err(|e| format!("cannot make a scratch directory for the dry run: {e}"))?;
+    let cwd = match &request.cwd {
+        Some(cwd) => std::path::PathBuf::from(cwd),
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    let (argv, env) = overlay.wrap(&request.argv, &cwd);
+    request.argv = argv;
+    request.env.extend(env);
+    request.cwd = None;
+    Ok(overlay)
 }
 
 fn denied(capability: Capability, node_type: &str) -> types::NodeError {
