@@ -26,8 +26,11 @@ demo: build
     ./target/release/pflow-host run examples/word-count.json
     ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
 
-# The real peers the tests talk to: MCP servers from npm, the MCP and httpbin packages from PyPI
+# The real peers the tests talk to: MCP servers from npm, the MCP and httpbin packages from PyPI,
+# bubblewrap (the dry-run fallback) from Debian
 test-peers:
+    command -v bwrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap \
+        || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap)
     npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "mcp>=2,<3" httpbin
 

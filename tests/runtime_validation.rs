@@ -245,3 +245,60 @@ fn a_workflow_that_cannot_start_routes_failed_runtime() {
     assert_eq!(report["route"], "failed_runtime");
     assert_eq!(report["runtime_errors"][0]["category"], "cannot_run");
 }
+
+#[test]
+fn without_an_overlay_a_dry_command_falls_back_to_bubblewrap_then_to_not_running() {
+    assert!(
+        std::path::Path::new("/usr/bin/bwrap").exists(),
+        "bubblewrap is missing: run `just test-peers`"
+    );
+    let home = TestHome::new();
+    let user_dir = home.path().join("user");
+    std::fs::create_dir_all(&user_dir).unwrap();
+    let workflow = json!({
+        "ir_version": "0.1.0",
+        "nodes": [{"id": "look", "type": "shell", "params": {"command": "ls && touch new.txt", "cwd": user_dir}}]
+    });
+    let path = home.workflow("fallback.json", &workflow);
+    let run = |method: &str| {
+        let output = home
+            .command()
+            .env("PFLOW_DRY_SHELL", method)
+            .args([
+                "validate",
+                "--runtime",
+                path.to_str().unwrap(),
+                "--output-format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        common::Run::from(output).report()
+    };
+    // Read-only root: the command runs, its write fails, and the report says why.
+    let report = run("bubblewrap");
+    assert_eq!(
+        report["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .split(':')
+            .next(),
+        Some("ran under bubblewrap with a read-only root and no network")
+    );
+    assert!(
+        report["runtime_errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Read-only file system"),
+        "{report}"
+    );
+    // Nothing to contain it with: not run at all.
+    let report = run("none");
+    assert_eq!(report["route"], "default");
+    assert_eq!(report["unverified"][0]["node_id"], "look");
+    assert!(report["unverified"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("the command was not run"));
+    assert!(!user_dir.join("new.txt").exists());
+}

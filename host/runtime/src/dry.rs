@@ -170,3 +170,34 @@ impl Drop for Overlay {
         let _ = std::fs::remove_dir_all(&self.scratch);
     }
 }
+
+pub(crate) fn bubblewrap_available() -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("bwrap").is_file()))
+        .unwrap_or(false)
+}
+
+/// `argv` under bubblewrap: a read-only `/` (so /tmp too, which keeps a working directory
+/// there visible), private /dev and /proc, no network.
+pub(crate) fn bubblewrap(argv: &[String], cwd: &Path) -> Vec<String> {
+    let mut wrapped: Vec<String> = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--unshare-net",
+        "--die-with-parent",
+        "--chdir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    wrapped.push(cwd.to_string_lossy().into_owned());
+    wrapped.push("--".to_string());
+    wrapped.extend(argv.iter().cloned());
+    wrapped
+}

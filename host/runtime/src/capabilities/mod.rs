@@ -13,6 +13,7 @@ use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use crate::dry::{DryRun, Overlay};
 pub use process::{run_command, CommandFailure};
 
 /// A capability interface of the `pflow:node` package.
@@ -118,7 +119,7 @@ impl process_wit::Host for HostState {
         if !self.grants.allows(Capability::Process) {
             return Err(denied(Capability::Process, &self.node_type));
         }
-        let mut request = process::Request {
+        let request = process::Request {
             argv: command.argv,
             stdin: command.stdin,
             cwd: command.cwd,
@@ -129,35 +130,17 @@ impl process_wit::Host for HostState {
             deadline: self.deadline,
             capture_bytes: self.output_cap,
         };
-        let overlay = match self.dry.clone() {
-            None => None,
-            Some(dry) => match dry_wrap(&mut request) {
-                Ok(overlay) => Some((dry, overlay)),
-                Err(reason) => return Err(self.skip("process", reason)),
-            },
+        let finished = match self.dry.clone() {
+            None => run_command(request, &self.cancel).map_err(CommandFailure::into_node_error)?,
+            Some(dry) => self.run_dry(request, &dry)?,
         };
-        let finished = run_command(request, &self.cancel);
-        if let (Some((dry, overlay)), Ok(out)) = (&overlay, &finished) {
-            if out.exit_code == crate::dry::NO_OVERLAY {
-                return Err(self.skip(
-                    "process",
-                    "no throwaway view of the file system could be made here (it needs root, or \
-                     user namespaces with overlayfs), so the command was not run"
-                        .to_string(),
-                ));
-            }
-            dry.record(&self.node_id, overlay.changes());
-        }
-        match finished {
-            Ok(out) => Ok(process_wit::Output {
-                stdout: out.stdout,
-                stderr: out.stderr,
-                exit_code: out.exit_code,
-                stdout_truncated: out.stdout_truncated,
-                stderr_truncated: out.stderr_truncated,
-            }),
-            Err(failure) => Err(failure.into_node_error()),
-        }
+        Ok(process_wit::Output {
+            stdout: finished.stdout,
+            stderr: finished.stderr,
+            exit_code: finished.exit_code,
+            stdout_truncated: finished.stdout_truncated,
+            stderr_truncated: finished.stderr_truncated,
+        })
     }
 }
 
@@ -270,21 +253,69 @@ impl HostState {
             sample: None,
         }
     }
-}
 
-/// Moves a command into a throwaway view of the file system, without network.
-fn dry_wrap(request: &mut process::Request) -> Result<crate::dry::Overlay, String> {
-    let overlay = crate::dry::Overlay::new()
-        .map_err(|e| format!("cannot make a scratch directory for the dry run: {e}"))?;
-    let cwd = match &request.cwd {
-        Some(cwd) => std::path::PathBuf::from(cwd),
-        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
-    };
-    let (argv, env) = overlay.wrap(&request.argv, &cwd);
-    request.argv = argv;
-    request.env.extend(env);
-    request.cwd = None;
-    Ok(overlay)
+    /// A command in a dry run: over a throwaway overlay view of `/` (changes listed), else
+    /// under bubblewrap with a read-only root (changes fail, nothing to list), else not at all.
+    /// `PFLOW_DRY_SHELL=overlay|bubblewrap|none` forces where to start.
+    fn run_dry(
+        &self,
+        request: process::Request,
+        dry: &DryRun,
+    ) -> Result<process::Finished, types::NodeError> {
+        let start = std::env::var("PFLOW_DRY_SHELL").unwrap_or_default();
+        let cwd = match &request.cwd {
+            Some(cwd) => std::path::PathBuf::from(cwd),
+            None => std::env::current_dir()
+                .map_err(|e| self.skip("process", format!("no current directory: {e}")))?,
+        };
+        if start.is_empty() || start == "overlay" {
+            let overlay = Overlay::new().map_err(|e| {
+                self.skip(
+                    "process",
+                    format!("cannot make a scratch directory for the dry run: {e}"),
+                )
+            })?;
+            let (argv, env) = overlay.wrap(&request.argv, &cwd);
+            let wrapped = process::Request {
+                argv,
+                env: request.env.iter().cloned().chain(env).collect(),
+                cwd: None,
+                stdin: request.stdin.clone(),
+                ..request
+            };
+            let finished =
+                run_command(wrapped, &self.cancel).map_err(CommandFailure::into_node_error)?;
+            if finished.exit_code != crate::dry::NO_OVERLAY {
+                dry.record(&self.node_id, overlay.changes());
+                return Ok(finished);
+            }
+        }
+        if start != "none" && crate::dry::bubblewrap_available() {
+            let wrapped = process::Request {
+                argv: crate::dry::bubblewrap(&request.argv, &cwd),
+                cwd: None,
+                ..request
+            };
+            let finished =
+                run_command(wrapped, &self.cancel).map_err(CommandFailure::into_node_error)?;
+            if !finished.stderr.starts_with(b"bwrap:") {
+                dry.skip(
+                    &self.node_id,
+                    "process",
+                    "ran under bubblewrap with a read-only root and no network: writes fail, and the \
+                     files it would change are not known"
+                        .to_string(),
+                );
+                return Ok(finished);
+            }
+        }
+        Err(self.skip(
+            "process",
+            "no throwaway view of the file system could be made here (overlayfs needs root or user \
+             namespaces; bubblewrap is missing or failed), so the command was not run"
+                .to_string(),
+        ))
+    }
 }
 
 fn denied(capability: Capability, node_type: &str) -> types::NodeError {
