@@ -52,4 +52,5 @@ bench: build test-peers
     cargo bench -p pflow-runtime --bench http_extract
     cargo bench -p pflow-validate --bench validate_large
     cargo bench -p pflow-runtime --bench mcp_echo
+    cargo bench -p pflow-runtime --bench runtime_validation_overhead
     cargo bench -p pflow-host --bench run_example
