@@ -196,7 +196,7 @@ impl McpSessions {
                     is_error: result.get("isError").and_then(Value::as_bool).unwrap_or(false),
                 })
             }
-            _ => Err(error(
+            _ => Err(NodeError::new(
                 "tool_error",
                 format!("Tool '{tool}' on '{server}' asked for user input or started a task, which workflows do not support"),
                 false,
@@ -227,7 +227,7 @@ impl McpSessions {
         if self.allowed.iter().any(|a| a == "*" || a == server) {
             return Ok(());
         }
-        Err(error(
+        Err(NodeError::new(
             category::POLICY_DENIED,
             format!(
                 "MCP server '{server}' is not allowed for workflows (allowed: {}); add it to settings.json under mcp.allowed_servers",
@@ -251,7 +251,7 @@ impl McpSessions {
         self.forget(server);
         let config = self.servers.get(server).ok_or_else(|| {
             let known: Vec<&str> = self.server_names().collect();
-            error(
+            NodeError::new(
                 category::MCP_UNAVAILABLE,
                 format!(
                     "MCP server '{server}' is not configured (configured: {}); add it with `pflow-host mcp add`",
@@ -292,13 +292,13 @@ impl McpSessions {
                 }
             };
             tokio::select! {
-                joined = task => joined.map_err(|e| error(category::MCP_UNAVAILABLE, format!("MCP client task failed: {e}"), false)),
-                _ = tokio::time::sleep(wait) => Err(error(
+                joined = task => joined.map_err(|e| NodeError::new(category::MCP_UNAVAILABLE, format!("MCP client task failed: {e}"), false)),
+                _ = tokio::time::sleep(wait) => Err(NodeError::new(
                     category::TIMEOUT,
                     format!("MCP server '{server}' did not answer within the node's time limit ({:.1} s left when it was asked)", wait.as_secs_f64()),
                     false,
                 )),
-                _ = watch_cancel => Err(error(category::CANCELLED, "The run was cancelled.".to_string(), false)),
+                _ = watch_cancel => Err(NodeError::new(category::CANCELLED, "The run was cancelled.".to_string(), false)),
             }
         })
     }
@@ -346,7 +346,7 @@ impl Drop for McpSessions {
 }
 
 async fn start(name: String, config: ServerConfig) -> Result<Session, NodeError> {
-    let unavailable = |message: String| error(category::MCP_UNAVAILABLE, message, false);
+    let unavailable = |message: String| NodeError::new(category::MCP_UNAVAILABLE, message, false);
     let expand =
         |text: &str| expand_env(text).map_err(|e| unavailable(format!("MCP server '{name}': {e}")));
     let is_http = config.url.is_some()
@@ -384,7 +384,7 @@ async fn start(name: String, config: ServerConfig) -> Result<Session, NodeError>
             } else {
                 category::NETWORK
             };
-            error(
+            NodeError::new(
                 category,
                 format!("Cannot connect to MCP server '{name}' at {url}: {text}"),
                 false,
@@ -449,45 +449,34 @@ fn service_error(server: &str, tool: &str, failure: ServiceError) -> NodeError {
         ServiceError::McpError(data) => {
             let code = data.code.0;
             if code == -32602 {
-                error(
+                NodeError::new(
                     "argument_error",
                     format!("MCP server '{server}' rejected the arguments of '{tool}': {}", data.message),
                     true,
                 )
             } else {
-                error(
+                NodeError::new(
                     "tool_error",
                     format!("MCP server '{server}' answered '{tool}' with error {code}: {}", data.message),
                     false,
                 )
             }
         }
-        ServiceError::TransportClosed | ServiceError::TransportSend(_) => error(
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => NodeError::new(
             category::MCP_UNAVAILABLE,
             format!("MCP server '{server}' went away during '{tool}' (it crashed or closed the connection)"),
             false,
         ),
-        ServiceError::Timeout { timeout } => error(
+        ServiceError::Timeout { timeout } => NodeError::new(
             category::TIMEOUT,
             format!("MCP server '{server}' did not answer '{tool}' within {:.1} s", timeout.as_secs_f64()),
             false,
         ),
-        other => error(
+        other => NodeError::new(
             "tool_error",
             format!("MCP server '{server}' failed on '{tool}': {other}"),
             false,
         ),
-    }
-}
-
-fn error(category: &str, message: String, fixable: bool) -> NodeError {
-    NodeError {
-        category: category.to_string(),
-        message,
-        fixable,
-        attempted: Vec::new(),
-        available: Vec::new(),
-        sample: None,
     }
 }
 

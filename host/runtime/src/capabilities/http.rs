@@ -94,18 +94,7 @@ fn host_matches(pattern: &str, host: &str) -> bool {
 }
 
 fn denied(message: String) -> NodeError {
-    node_error(category::POLICY_DENIED, message, false)
-}
-
-fn node_error(category: &str, message: String, fixable: bool) -> NodeError {
-    NodeError {
-        category: category.to_string(),
-        message,
-        fixable,
-        attempted: Vec::new(),
-        available: Vec::new(),
-        sample: None,
-    }
+    NodeError::new(category::POLICY_DENIED, message, false)
 }
 
 /// One client (connection pool, TLS configuration) and one runtime for every request of the
@@ -135,7 +124,7 @@ impl HttpClient {
                 Ok(HttpClient { runtime, client })
             })
             .as_ref()
-            .map_err(|message| node_error(category::NETWORK, message.clone(), false))
+            .map_err(|message| NodeError::new(category::NETWORK, message.clone(), false))
     }
 }
 
@@ -245,7 +234,7 @@ fn with_attempts(mut error: NodeError, attempts: usize) -> NodeError {
 }
 
 fn bad_params(message: String) -> NodeError {
-    node_error("bad_params", message, true)
+    NodeError::new("bad_params", message, true)
 }
 
 enum Failure {
@@ -288,7 +277,7 @@ async fn follow_redirects(
                 Err(_) => return Err(Failure::Transient(timeout_error(&url, node_limit))),
             },
             _ = cancelled(bounds.cancel) => {
-                return Err(Failure::Final(node_error(category::CANCELLED, "The run was cancelled.".to_string(), false)))
+                return Err(Failure::Final(NodeError::new(category::CANCELLED, "The run was cancelled.".to_string(), false)))
             }
         };
         let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK);
@@ -300,7 +289,7 @@ async fn follow_redirects(
         match (status.is_redirection(), location) {
             (true, Some(location)) => {
                 url = url.join(&location).map_err(|e| {
-                    Failure::Final(node_error(
+                    Failure::Final(NodeError::new(
                         category::NETWORK,
                         format!("The server redirected to an invalid location '{location}': {e}"),
                         false,
@@ -319,7 +308,7 @@ async fn follow_redirects(
             _ => return Ok(response),
         }
     }
-    Err(Failure::Final(node_error(
+    Err(Failure::Final(NodeError::new(
         category::NETWORK,
         format!("More than {MAX_REDIRECTS} redirects, the last to {url}."),
         false,
@@ -333,7 +322,7 @@ async fn exchange(builder: reqwest::RequestBuilder, max_bytes: u64) -> Result<Re
         .await
         .map_err(|e| Failure::Transient(network_error(&e)))?;
     let too_large = |size: String| {
-        Failure::Final(node_error(
+        Failure::Final(NodeError::new(
             "response_too_large",
             format!(
                 "The response is {size}, over the {} cap for HTTP responses (settings.json: http.max_response_mb).",
@@ -386,7 +375,7 @@ async fn cancelled(flag: &AtomicBool) {
 }
 
 fn timeout_error(url: &Url, node_limit: bool) -> NodeError {
-    node_error(
+    NodeError::new(
         category::TIMEOUT,
         format!(
             "No complete answer from {url} in time ({}).",
@@ -409,7 +398,7 @@ fn network_error(error: &reqwest::Error) -> NodeError {
         source = e.source();
     }
     let url = error.url().map(|u| u.to_string()).unwrap_or_default();
-    node_error(
+    NodeError::new(
         category::NETWORK,
         format!("Cannot reach {url}: {cause}."),
         false,

@@ -244,14 +244,7 @@ impl HostState {
         if let Some(dry) = &self.dry {
             dry.skip(&self.node_id, capability, reason.clone());
         }
-        types::NodeError {
-            category: crate::dry::UNVERIFIED.to_string(),
-            message: format!("Dry run: {reason}."),
-            fixable: false,
-            attempted: Vec::new(),
-            available: Vec::new(),
-            sample: None,
-        }
+        types::NodeError::new(crate::dry::UNVERIFIED, format!("Dry run: {reason}."), false)
     }
 
     /// A command in a dry run: over a throwaway overlay view of `/` (changes listed), else
@@ -315,6 +308,20 @@ impl HostState {
              namespaces; bubblewrap is missing or failed), so the command was not run"
                 .to_string(),
         ))
+    }
+}
+
+impl types::NodeError {
+    /// An error with just a category, a message and whether the workflow can fix it.
+    pub(crate) fn new(category: &str, message: String, fixable: bool) -> Self {
+        types::NodeError {
+            category: category.to_string(),
+            message,
+            fixable,
+            attempted: Vec::new(),
+            available: Vec::new(),
+            sample: None,
+        }
     }
 }
 

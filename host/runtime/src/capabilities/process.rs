@@ -84,14 +84,7 @@ impl CommandFailure {
                 false,
             ),
         };
-        NodeError {
-            category: category.to_string(),
-            message,
-            fixable,
-            attempted: Vec::new(),
-            available: Vec::new(),
-            sample: None,
-        }
+        NodeError::new(category, message, fixable)
     }
 }
 
