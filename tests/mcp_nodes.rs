@@ -331,13 +331,16 @@ fn a_crashing_and_a_hanging_server_are_node_errors_and_leave_no_process() {
     .unwrap();
     assert_eq!(home.run_args(&["mcp", "sync"]).code, 0);
     for (tool, category) in [("crash", "mcp_unavailable"), ("hang", "timeout")] {
+        // Both servers start in earlier nodes with the default time limit, so that a slow start
+        // on a busy machine cannot be mistaken for the hang.
         let workflow = json!({
             "ir_version": "0.1.0",
             "nodes": [
                 {"id": "warm", "type": "mcp-everything-echo", "params": {"message": "up"}},
+                {"id": "warm_bad", "type": "mcp-bad-fail", "params": {"reason": "warming up"}},
                 {"id": "call", "type": format!("mcp-bad-{tool}"), "params": {}, "sandbox": {"timeout_seconds": 2}}
             ],
-            "edges": [{"from": "warm", "to": "call"}]
+            "edges": [{"from": "warm", "to": "warm_bad"}, {"from": "warm_bad", "to": "call", "action": "error"}]
         });
         let started = Instant::now();
         let run = home.run_json(&workflow, &[]);
