@@ -426,3 +426,83 @@ fn an_mcp_argument_error_routes_runtime_fix() {
     assert_eq!(report["runtime_errors"][0]["category"], "argument_error");
     assert_eq!(report["runtime_errors"][0]["node_id"], "add");
 }
+
+#[test]
+fn mcp_add_list_and_remove_edit_the_standard_configuration_file() {
+    let home = TestHome::new();
+    let add = home.run_args(&[
+        "mcp",
+        "add",
+        "files",
+        "--env",
+        "ROOT=${HOME:-/}",
+        "--",
+        "npx",
+        "-y",
+        "@modelcontextprotocol/server-filesystem",
+        "/tmp",
+    ]);
+    assert_eq!(add.code, 0, "{}", add.stderr);
+    let add = home.run_args(&[
+        "mcp",
+        "add",
+        "remote",
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--header",
+        "Authorization=Bearer ${PFLOW_TEST_TOKEN:-anonymous}",
+    ]);
+    assert_eq!(add.code, 0, "{}", add.stderr);
+    let config: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join("mcp-servers.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        config,
+        json!({"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"ROOT": "${HOME:-/}"}},
+            "remote": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${PFLOW_TEST_TOKEN:-anonymous}"}}
+        }})
+    );
+    let list = home.run_args(&["mcp", "list"]);
+    assert!(
+        list.stdout.contains(
+            "files  stdio npx -y @modelcontextprotocol/server-filesystem /tmp  [not synced]"
+        ),
+        "{}",
+        list.stdout
+    );
+    assert!(
+        list.stdout
+            .contains("remote  http http://127.0.0.1:1/mcp  [not synced]"),
+        "{}",
+        list.stdout
+    );
+    // A server that cannot be reached fails its sync with a clear error, and the others go on.
+    let sync = home.run_args(&["mcp", "sync", "remote"]);
+    assert_eq!(sync.code, 1);
+    assert!(
+        sync.stderr
+            .starts_with("error: remote: Cannot connect to MCP server 'remote'"),
+        "{}",
+        sync.stderr
+    );
+    let add = home.run_args(&[
+        "mcp",
+        "add",
+        "secret",
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--header",
+        "X-Key=${PFLOW_TEST_UNSET_KEY}",
+    ]);
+    assert_eq!(add.code, 0);
+    let sync = home.run_args(&["mcp", "sync", "secret"]);
+    assert_eq!(
+        sync.stderr.trim(),
+        "error: secret: MCP server 'secret': environment variable PFLOW_TEST_UNSET_KEY is not set"
+    );
+    assert_eq!(home.run_args(&["mcp", "remove", "files"]).code, 0);
+    assert!(!home.run_args(&["mcp", "list"]).stdout.contains("files"));
+    assert_eq!(home.run_args(&["mcp", "remove", "files"]).code, 2);
+}

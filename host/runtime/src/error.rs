@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `{source, node_id, node_type, category, fixable, message, attempted, available, sample}`.
+/// `{source, node_id, node_type, category, fixable, message, attempted, available, sample}`,
+/// every field always present (empty lists and a null sample when there is nothing to say), so
+/// that a planner can read one shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeFailure {
     /// Who noticed: `node` (the plugin said so), `sandbox` (a limit or a trap), `template`
@@ -13,11 +15,11 @@ pub struct NodeFailure {
     pub category: String,
     pub fixable: bool,
     pub message: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub attempted: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub available: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sample: Option<String>,
 }
 
