@@ -8,11 +8,12 @@ use pflow_runtime::home::PluginSettings;
 use pflow_runtime::registry::{Origin, PluginDir, Registry};
 use pflow_runtime::sandbox::{Execution, Sandbox};
 use pflow_runtime::Limits;
+mod support;
+
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 const WARMUP: usize = 50;
 const ITERATIONS: usize = 500;
@@ -72,11 +73,6 @@ fn answer_each_request(mut stream: TcpStream, response: &[u8]) {
             return;
         }
     }
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn main() {
@@ -147,29 +143,13 @@ fn main() {
         assert_eq!(outcome.outputs["extracted"]["owner"], "user250");
     };
 
-    for _ in 0..WARMUP {
-        direct();
-        through_node();
-    }
-    let mut direct_samples = Vec::with_capacity(ITERATIONS);
-    let mut node_samples = Vec::with_capacity(ITERATIONS);
-    // Interleaved, so that both see the same machine.
-    for _ in 0..ITERATIONS {
-        let started = Instant::now();
-        direct();
-        direct_samples.push(started.elapsed());
-        let started = Instant::now();
-        through_node();
-        node_samples.push(started.elapsed());
-    }
-    let (direct, node) = (median(direct_samples), median(node_samples));
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (direct, node) = support::interleaved_medians(WARMUP, ITERATIONS, direct, through_node);
     println!(
         "http_extract: GET + extract 5 paths from {} KB of JSON, median over {ITERATIONS}: \
          direct reqwest {:.3} ms, http node {:.3} ms, the node adds {:.3} ms; target <= 2 ms",
         body_len / 1024,
-        ms(direct),
-        ms(node),
-        ms(node.saturating_sub(direct)),
+        support::ms(direct),
+        support::ms(node),
+        support::ms(node.saturating_sub(direct)),
     );
 }

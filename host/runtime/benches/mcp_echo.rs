@@ -9,6 +9,8 @@ use pflow_runtime::mcp::{McpSessions, ServerConfig};
 use pflow_runtime::registry::{Origin, PluginDir, Registry};
 use pflow_runtime::sandbox::{Execution, Sandbox};
 use pflow_runtime::Limits;
+mod support;
+
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,11 +19,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const CALLS: usize = 100;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -95,28 +92,13 @@ fn main() {
         let outcome = sandbox.run(pre, &exec, &params).expect("the mcp node runs");
         assert_eq!(outcome.outputs["result"], "Echo: hello");
     };
-    for _ in 0..10 {
-        direct_call();
-        node_call();
-    }
-    let mut direct_samples = Vec::with_capacity(CALLS);
-    let mut node_samples = Vec::with_capacity(CALLS);
-    for _ in 0..CALLS {
-        let started = Instant::now();
-        direct_call();
-        direct_samples.push(started.elapsed());
-        let started = Instant::now();
-        node_call();
-        node_samples.push(started.elapsed());
-    }
-    let (direct, node) = (median(direct_samples), median(node_samples));
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (direct, node) = support::interleaved_medians(10, CALLS, direct_call, node_call);
     println!(
         "mcp_echo: {CALLS} sequential echo calls to server-everything (stdio), median per call: \
          direct client {:.3} ms, mcp node {:.3} ms, the node adds {:.3} ms; target <= 1 ms",
-        ms(direct),
-        ms(node),
-        ms(node.saturating_sub(direct)),
+        support::ms(direct),
+        support::ms(node),
+        support::ms(node.saturating_sub(direct)),
     );
     sessions.shutdown();
 }
