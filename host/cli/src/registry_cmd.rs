@@ -3,6 +3,7 @@
 use crate::OutputFormat;
 use anyhow::Result;
 use clap::Subcommand;
+use pflow_runtime::capabilities::Capability;
 use pflow_runtime::registry::Plugin;
 use pflow_runtime::Host;
 use serde_json::json;
@@ -42,7 +43,7 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                     "{:width$}  {:8}  [{}]  {}",
                     plugin.spec.name,
                     format!("{:?}", plugin.origin).to_lowercase(),
-                    capabilities(plugin),
+                    capabilities_text(&plugin.spec.capabilities, &plugin.denied),
                     plugin.spec.description
                 );
             }
@@ -66,7 +67,9 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                 return Ok(crate::exit::CANNOT_START);
             };
             let Some(tool) = resolved.mcp_tool else {
-                return describe(&plugin_json(resolved.plugin), output_format);
+                let plugin = resolved.plugin;
+                let capabilities = capabilities_text(&plugin.spec.capabilities, &plugin.denied);
+                return describe(&plugin_json(plugin), &capabilities, output_format);
             };
             let document = json!({
                 "type": tool.spec.name,
@@ -79,13 +82,22 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                 "tool": tool.tool,
                 "annotations": tool.annotations,
             });
-            describe(&document, output_format)
+            describe(
+                &document,
+                &capabilities_text(&tool.spec.capabilities, &[]),
+                output_format,
+            )
         }
     }
 }
 
 /// One node type's description, as JSON or for a person.
-fn describe(document: &serde_json::Value, output_format: OutputFormat) -> Result<u8> {
+/// `capabilities` is the line `capabilities_text` renders.
+fn describe(
+    document: &serde_json::Value,
+    capabilities: &str,
+    output_format: OutputFormat,
+) -> Result<u8> {
     if output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(document)?);
         return Ok(0);
@@ -96,27 +108,6 @@ fn describe(document: &serde_json::Value, output_format: OutputFormat) -> Result
         Some(server) => println!("  from: MCP server {} (tool {})", server, document["tool"]),
         None => println!("  from: {} ({})", text("path"), text("origin")),
     }
-    let capabilities: Vec<String> = document["capabilities"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let name = c.as_str().unwrap_or_default();
-            let denied = document["denied_capabilities"]
-                .as_array()
-                .is_some_and(|d| d.contains(c));
-            if denied {
-                format!("{name} (denied)")
-            } else {
-                name.to_string()
-            }
-        })
-        .collect();
-    let capabilities = if capabilities.is_empty() {
-        "none".to_string()
-    } else {
-        capabilities.join(", ")
-    };
     println!("  capabilities: {capabilities}");
     for title in ["params", "outputs"] {
         println!("  {title}:");
@@ -138,13 +129,11 @@ fn describe(document: &serde_json::Value, output_format: OutputFormat) -> Result
 }
 
 /// `log, process (denied)`.
-fn capabilities(plugin: &Plugin) -> String {
-    let names: Vec<String> = plugin
-        .spec
-        .capabilities
+fn capabilities_text(capabilities: &[Capability], denied: &[Capability]) -> String {
+    let names: Vec<String> = capabilities
         .iter()
         .map(|c| {
-            if plugin.denied.contains(c) {
+            if denied.contains(c) {
                 format!("{c} (denied)")
             } else {
                 c.to_string()
