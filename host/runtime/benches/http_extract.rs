@@ -4,16 +4,14 @@
 
 use pflow_runtime::capabilities::Capability;
 use pflow_runtime::capabilities::Grants;
-use pflow_runtime::home::PluginSettings;
-use pflow_runtime::registry::{Origin, PluginDir, Registry};
-use pflow_runtime::sandbox::{Execution, Sandbox};
+use pflow_runtime::registry::Origin;
+use pflow_runtime::sandbox::Execution;
 use pflow_runtime::Limits;
 mod support;
 
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 
 const WARMUP: usize = 50;
 const ITERATIONS: usize = 500;
@@ -76,13 +74,6 @@ fn answer_each_request(mut stream: TcpStream, response: &[u8]) {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let plugins = root.join("target/plugins");
-    assert!(
-        plugins.join("http.wasm").exists(),
-        "run `just plugins` before this benchmark"
-    );
-
     let body = document();
     let body_len = body.len();
     let port = serve(body);
@@ -104,13 +95,11 @@ fn main() {
     };
 
     // Through the component.
-    let cache = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new().unwrap();
-    let dirs = [PluginDir {
-        path: plugins,
-        origin: Origin::Builtin,
-    }];
-    let registry = Registry::load(&sandbox, &dirs, cache.path(), &PluginSettings::default());
+    let support::Loaded {
+        sandbox,
+        registry,
+        cache: _cache,
+    } = support::load_plugins("plugins", "http.wasm", Origin::Builtin);
     let plugin = registry.get("http").expect("the http plugin");
     let (pre, _) = plugin.prepared(&sandbox).unwrap();
     let exec = Execution {

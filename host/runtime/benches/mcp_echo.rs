@@ -4,16 +4,14 @@
 //! what the node adds (the target: at most 1 ms).
 
 use pflow_runtime::capabilities::{Capability, Grants};
-use pflow_runtime::home::PluginSettings;
 use pflow_runtime::mcp::{McpSessions, ServerConfig};
-use pflow_runtime::registry::{Origin, PluginDir, Registry};
-use pflow_runtime::sandbox::{Execution, Sandbox};
+use pflow_runtime::registry::Origin;
+use pflow_runtime::sandbox::Execution;
 use pflow_runtime::Limits;
 mod support;
 
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,17 +19,12 @@ use std::time::{Duration, Instant};
 const CALLS: usize = 100;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = support::repo_root();
     let server =
         root.join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
         server.exists(),
         "run `just test-peers` before this benchmark"
-    );
-    let plugins = root.join("target/plugins");
-    assert!(
-        plugins.join("mcp.wasm").exists(),
-        "run `just plugins` before this benchmark"
     );
 
     let config = ServerConfig {
@@ -57,13 +50,11 @@ fn main() {
     };
     direct_call(); // starts the server
 
-    let cache = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new().unwrap();
-    let dirs = [PluginDir {
-        path: plugins,
-        origin: Origin::Builtin,
-    }];
-    let registry = Registry::load(&sandbox, &dirs, cache.path(), &PluginSettings::default());
+    let support::Loaded {
+        sandbox,
+        registry,
+        cache: _cache,
+    } = support::load_plugins("plugins", "mcp.wasm", Origin::Builtin);
     let (pre, _) = registry
         .get("mcp")
         .expect("mcp plugin")

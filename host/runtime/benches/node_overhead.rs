@@ -4,32 +4,24 @@
 //! A plain timing loop rather than criterion: the figure wanted is a median over many single
 //! executions, which this reports directly, along with the spread.
 
+mod support;
+
 use pflow_runtime::capabilities::Grants;
-use pflow_runtime::home::PluginSettings;
-use pflow_runtime::registry::{Origin, PluginDir, Registry};
-use pflow_runtime::sandbox::{Execution, Sandbox};
+use pflow_runtime::registry::Origin;
+use pflow_runtime::sandbox::Execution;
 use pflow_runtime::Limits;
 use serde_json::{json, Map, Value};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const WARMUP: usize = 500;
 const ITERATIONS: usize = 10_000;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let test_plugins = root.join("target/test-plugins");
-    assert!(
-        test_plugins.join("echo.wasm").exists(),
-        "run `just plugins` before this benchmark"
-    );
-    let cache = tempfile::tempdir().expect("temp dir");
-    let sandbox = Sandbox::new().expect("engine");
-    let dirs = [PluginDir {
-        path: test_plugins,
-        origin: Origin::User,
-    }];
-    let registry = Registry::load(&sandbox, &dirs, cache.path(), &PluginSettings::default());
+    let support::Loaded {
+        sandbox,
+        registry,
+        cache: _cache,
+    } = support::load_plugins("test-plugins", "echo.wasm", Origin::User);
     let plugin = registry.get("echo").expect("the echo test plugin");
     let (pre, _) = plugin.prepared(&sandbox).expect("echo loads");
     let exec = Execution {

@@ -1,31 +1,22 @@
 //! Runtime validation of a five-node workflow of pure nodes (the echo plugin): the time it
 //! takes beyond the nodes' own executions. Prints the median (the target: <= 5 ms).
 
-use pflow_runtime::home::PluginSettings;
-use pflow_runtime::registry::{Origin, PluginDir, Registry};
+mod support;
+
+use pflow_runtime::registry::Origin;
 use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute};
-use pflow_runtime::sandbox::Sandbox;
 use pflow_runtime::{Executor, Limits};
 use serde_json::{json, Map};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const ITERATIONS: usize = 500;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let test_plugins = root.join("target/test-plugins");
-    assert!(
-        test_plugins.join("echo.wasm").exists(),
-        "run `just plugins` before this benchmark"
-    );
-    let cache = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new().unwrap();
-    let dirs = [PluginDir {
-        path: test_plugins,
-        origin: Origin::User,
-    }];
-    let registry = Registry::load(&sandbox, &dirs, cache.path(), &PluginSettings::default());
+    let support::Loaded {
+        sandbox,
+        registry,
+        cache: _cache,
+    } = support::load_plugins("test-plugins", "echo.wasm", Origin::User);
     let workflow: pflow_ir::Workflow = serde_json::from_value(json!({
         "ir_version": "0.1.0",
         "inputs": {"seed": {"type": "string", "default": "x"}},

@@ -1,4 +1,5 @@
-//! What the benchmarks that compare the node with a direct call share.
+//! What the benchmarks share. Each bench uses part of it.
+#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 
@@ -34,4 +35,40 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// The repository root.
+pub fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A sandbox and the components in `target/<dir>` (which must hold `needed`), compiled into a
+/// cache that lives as long as this value.
+pub struct Loaded {
+    pub sandbox: pflow_runtime::Sandbox,
+    pub registry: pflow_runtime::Registry,
+    /// Bound by the caller, so the compiled-component cache outlives the benchmark.
+    pub cache: tempfile::TempDir,
+}
+
+pub fn load_plugins(dir: &str, needed: &str, origin: pflow_runtime::Origin) -> Loaded {
+    let path = repo_root().join("target").join(dir);
+    assert!(
+        path.join(needed).exists(),
+        "run `just plugins` before this benchmark"
+    );
+    let cache = tempfile::tempdir().expect("temp dir");
+    let sandbox = pflow_runtime::Sandbox::new().expect("engine");
+    let dirs = [pflow_runtime::PluginDir { path, origin }];
+    let registry = pflow_runtime::Registry::load(
+        &sandbox,
+        &dirs,
+        cache.path(),
+        &pflow_runtime::home::PluginSettings::default(),
+    );
+    Loaded {
+        sandbox,
+        registry,
+        cache,
+    }
 }
