@@ -135,6 +135,12 @@ fn huge_output_is_capped() {
         "nodes": [{"id": "sh", "type": "shell", "params": {"command": "head -c 5000000 /dev/zero | tr '\\0' x"}}]
     });
     let run = home.run_json(&workflow, &[]);
-    // Each stream is captured up to the cap; the JSON returned is then just over it.
-    assert_eq!(run.report()["error"]["category"], "output_limit");
+    // The host keeps 1 MiB, closes the pipe (tr gets SIGPIPE) and the node says why.
+    let error = &run.report()["error"];
+    assert_eq!(error["category"], "output_limit", "{error}");
+    assert_eq!(error["node_id"], "sh");
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .contains("1048576 bytes kept, cut off in stdout"));
 }

@@ -8,6 +8,7 @@
 
 pub mod bindings;
 pub mod capabilities;
+pub mod confine;
 pub mod dry;
 pub mod error;
 pub mod executor;

@@ -148,7 +148,10 @@ impl Sandbox {
             .instantiate(&mut store)
             .and_then(|node| node.call_run(&mut store, &params));
         let failure = match result {
-            Ok(Ok(output)) => return parse_outputs(output, &exec.limits),
+            Ok(Ok(output)) => {
+                return parse_outputs(output, &exec.limits)
+                    .map_err(|failure| failure.at(exec.node_id, exec.node_type))
+            }
             Ok(Err(error)) => NodeFailure {
                 source: "node".to_string(),
                 node_id: String::new(),

@@ -3,7 +3,7 @@
 //! limits apply to every command a workflow runs.
 
 use pflow_sdk::process::Command;
-use pflow_sdk::{json, log, Node, NodeError, NodeSpec, Outcome, Params, Value};
+use pflow_sdk::{json, Node, NodeError, NodeSpec, Outcome, Params, Value};
 
 /// pflow's default: 30 seconds per command.
 const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
@@ -43,8 +43,24 @@ impl Node for Shell {
         let output = command.run()?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        // The host stops reading (and the command gets SIGPIPE) once stdout and stderr together
+        // pass the node's output limit: what was kept is not the command's output, so it is
+        // not handed on as if it were.
         if output.stdout_truncated || output.stderr_truncated {
-            log::warn("command output exceeded the capture limit and was truncated");
+            let streams = match (output.stdout_truncated, output.stderr_truncated) {
+                (true, true) => "stdout and stderr",
+                (true, false) => "stdout",
+                _ => "stderr",
+            };
+            return Err(NodeError::new(
+                "output_limit",
+                format!(
+                    "The command wrote more than the node's output limit ({} bytes kept, cut off in {}); raise sandbox.output_mb or make it print less.",
+                    output.stdout.len() + output.stderr.len(),
+                    streams
+                ),
+            )
+            .attempted(vec![script.to_string()]));
         }
         if output.exit_code != 0 && !ignore_errors {
             let mut error = NodeError::new(

@@ -1,19 +1,25 @@
-//! Running a native process for a node: its own process group, capped capture of stdout and
-//! stderr, a deadline, and no survivors: when the command ends, times out or the run is
-//! cancelled, the whole group is killed.
+//! Running a native process for a node: its own cgroup (see [`crate::confine`]), capped capture
+//! of stdout and stderr, a deadline, and no survivors: when the command ends, times out or the
+//! run is cancelled, everything it started is killed, and the node returns at once even if a
+//! process it started still holds the output pipes.
 
 use crate::bindings::pflow::node::types::NodeError;
+use crate::confine::Confinement;
 use crate::error::category;
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::thread::{self, JoinHandle};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// How often a waiting command checks for Ctrl-C.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// How long output is still read once the command has ended and been killed. Its pipes close
+/// at once unless a process escaped the kill (no cgroup here), and that one must not hold up
+/// the node.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 pub struct Request {
     pub argv: Vec<String>,
@@ -24,7 +30,7 @@ pub struct Request {
     pub timeout: Option<Duration>,
     /// When the node's wall time runs out.
     pub deadline: Instant,
-    /// Cap on each captured stream.
+    /// Cap on the captured output, stdout and stderr together.
     pub capture_bytes: u64,
 }
 
@@ -101,6 +107,8 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
         _ => (request.deadline, true),
     };
 
+    let confinement = Confinement::new();
+    let mut join_cgroup = confinement.child_setup();
     let mut command = Command::new(&program);
     command
         .args(&request.argv[1..])
@@ -112,9 +120,19 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        // Its own group, so that everything it starts can be killed together, and so that the
-        // terminal's Ctrl-C reaches the host, which then ends the group itself.
+        // Its own group, so that the terminal's Ctrl-C reaches the host, which then ends the
+        // command itself.
         .process_group(0);
+    // SAFETY: the hook only makes async-signal-safe calls (write(2), prctl(2)).
+    unsafe {
+        command.pre_exec(move || {
+            join_cgroup()?;
+            // Should the host be killed outright, the command goes with it. The thread that
+            // spawns it waits for it, so "the parent thread exited" means the host is gone.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     if let Some(cwd) = &request.cwd {
         command.current_dir(cwd);
     }
@@ -122,24 +140,25 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
         program: program.clone(),
         error,
     })?;
-    let group = child.id() as libc::pid_t;
+    let leader = child.id() as libc::pid_t;
 
-    let stdin_writer = request.stdin.map(|bytes| {
+    if let Some(bytes) = request.stdin {
         let mut pipe = child.stdin.take().expect("stdin was piped");
         // A command that does not read its input closes the pipe early; that is not an error.
-        thread::spawn(move || drop(pipe.write_all(&bytes)))
-    });
-    let stdout = capture(child.stdout.take(), request.capture_bytes);
-    let stderr = capture(child.stderr.take(), request.capture_bytes);
+        // Not joined: a writer blocked on a pipe that an escaped process holds must not hold
+        // up the node; it ends when the pipe closes.
+        thread::spawn(move || drop(pipe.write_all(&bytes)));
+    }
+    let output = Capture::start(
+        child.stdout.take(),
+        child.stderr.take(),
+        request.capture_bytes,
+    );
 
     let waited = wait(child, deadline, cancel);
-    // Whatever the command left running in its group goes with it.
-    kill_group(group);
-    if let Some(writer) = stdin_writer {
-        let _ = writer.join();
-    }
-    let (stdout, stdout_truncated) = join_capture(stdout);
-    let (stderr, stderr_truncated) = join_capture(stderr);
+    // Whatever the command left running goes with it, wherever it moved itself.
+    confinement.kill(leader);
+    let output = output.finish(Instant::now() + DRAIN_AFTER_EXIT);
     let status = match waited {
         Waited::Exited(status) => status,
         Waited::TimedOut => {
@@ -152,11 +171,11 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
         Waited::Cancelled => return Err(CommandFailure::Cancelled),
     };
     Ok(Finished {
-        stdout,
-        stderr,
+        stdout: output.stdout,
+        stderr: output.stderr,
         exit_code: exit_code(status),
-        stdout_truncated,
-        stderr_truncated,
+        stdout_truncated: output.stdout_truncated,
+        stderr_truncated: output.stderr_truncated,
     })
 }
 
@@ -193,18 +212,13 @@ fn wait(mut child: Child, deadline: Instant, cancel: &AtomicBool) -> Waited {
         }
     };
     if !matches!(outcome, Waited::Exited(_)) {
-        kill_group(group);
+        // SAFETY: kill(2) on the command's own process group, so that wait() returns.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
     }
     let _ = waiter.join();
     outcome
-}
-
-fn kill_group(group: libc::pid_t) {
-    // SAFETY: kill(2) with a negative pid signals the process group we created; a group that
-    // no longer exists gives ESRCH, which is fine.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-    }
 }
 
 fn exit_code(status: ExitStatus) -> i32 {
@@ -214,28 +228,95 @@ fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
-type Capture = Option<JoinHandle<(Vec<u8>, bool)>>;
-
-/// Reads a stream to its end, keeping the first `cap` bytes.
-fn capture(stream: Option<impl Read + Send + 'static>, cap: u64) -> Capture {
-    let mut stream = stream?;
-    Some(thread::spawn(move || {
-        let mut kept = Vec::new();
-        let _ = (&mut stream).take(cap).read_to_end(&mut kept);
-        let mut rest = [0u8; 8192];
-        let mut truncated = false;
-        while let Ok(n) = stream.read(&mut rest) {
-            if n == 0 {
-                break;
-            }
-            truncated = true;
-        }
-        (kept, truncated)
-    }))
+/// Both output streams, read on threads of their own into one budget: together they keep at
+/// most `cap` bytes. A stream that would pass it is closed, so that a command that floods its
+/// output gets SIGPIPE rather than running on until its deadline.
+struct Capture {
+    shared: Arc<Mutex<Captured>>,
+    done: mpsc::Receiver<()>,
+    streams: usize,
 }
 
-fn join_capture(capture: Capture) -> (Vec<u8>, bool) {
-    capture
-        .and_then(|handle| handle.join().ok())
-        .unwrap_or_default()
+#[derive(Default)]
+struct Captured {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    stdout_truncated: bool,
+    stderr_truncated: bool,
+    budget: u64,
+}
+
+impl Capture {
+    fn start(
+        stdout: Option<impl Read + Send + 'static>,
+        stderr: Option<impl Read + Send + 'static>,
+        cap: u64,
+    ) -> Capture {
+        let shared = Arc::new(Mutex::new(Captured {
+            budget: cap,
+            ..Captured::default()
+        }));
+        let (sender, done) = mpsc::channel();
+        let mut streams = 0;
+        if let Some(stream) = stdout {
+            streams += 1;
+            read_into(stream, shared.clone(), sender.clone(), true);
+        }
+        if let Some(stream) = stderr {
+            streams += 1;
+            read_into(stream, shared.clone(), sender, false);
+        }
+        Capture {
+            shared,
+            done,
+            streams,
+        }
+    }
+
+    /// What was read by the time both streams ended, or by `until` if a process that escaped
+    /// the kill still holds one open.
+    fn finish(self, until: Instant) -> Captured {
+        for _ in 0..self.streams {
+            let left = until.saturating_duration_since(Instant::now());
+            if self.done.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        let mut captured = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *captured)
+    }
+}
+
+fn read_into(
+    mut stream: impl Read + Send + 'static,
+    shared: Arc<Mutex<Captured>>,
+    done: mpsc::Sender<()>,
+    is_stdout: bool,
+) {
+    thread::spawn(move || {
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            let n = match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut guard = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let captured = &mut *guard;
+            let keep = n.min(usize::try_from(captured.budget).unwrap_or(usize::MAX));
+            captured.budget -= keep as u64;
+            let (buffer, truncated) = if is_stdout {
+                (&mut captured.stdout, &mut captured.stdout_truncated)
+            } else {
+                (&mut captured.stderr, &mut captured.stderr_truncated)
+            };
+            buffer.extend_from_slice(&chunk[..keep]);
+            if keep < n {
+                *truncated = true;
+                break;
+            }
+        }
+        // Dropping the stream closes our end of the pipe.
+        drop(stream);
+        let _ = done.send(());
+    });
 }

@@ -1,0 +1,212 @@
+//! Every process a command starts, killed together.
+//!
+//! A process group is not enough: `setsid`, `setpgid` and daemons leave it, and then outlive
+//! the node (and hold its output pipes open). Each command therefore gets a cgroup v2 of its
+//! own, which the child joins between `fork` and `exec`, before it can start anything. Whatever
+//! it starts stays in that cgroup, whatever it does with sessions and groups, and
+//! `cgroup.kill` ends them all at once.
+//!
+//! Where cgroup v2 is not writable (no cgroup2 mount, or an unprivileged user without a
+//! delegated subtree), the process group is all there is; that is logged once, and
+//! [`Confinement::is_complete`] says so.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long dropping a confinement waits for killed processes to leave the cgroup.
+const EMPTY_WAIT: Duration = Duration::from_secs(2);
+
+/// The processes of one command (or one MCP server).
+pub struct Confinement {
+    cgroup: Option<Cgroup>,
+}
+
+struct Cgroup {
+    dir: PathBuf,
+    /// `cgroup.procs`, opened before the fork: the child only has to write to it.
+    procs: File,
+}
+
+impl Confinement {
+    /// A fresh cgroup under this process's own, or only the process group when none can be made.
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let cgroup = own_cgroup_dir().and_then(|parent| {
+            let dir = parent.join(format!(
+                "pflow-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir(&dir).ok()?;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))
+            {
+                Ok(procs) => {
+                    live_cgroups().insert(dir.clone());
+                    Some(Cgroup { dir, procs })
+                }
+                Err(_) => {
+                    let _ = std::fs::remove_dir(&dir);
+                    None
+                }
+            }
+        });
+        if cgroup.is_none() {
+            static WARNED: OnceLock<()> = OnceLock::new();
+            WARNED.get_or_init(|| {
+                tracing::warn!(
+                    "cgroup v2 is not writable here: commands are confined to their process \
+                     group only, and a command that leaves it (setsid) can outlive its node"
+                )
+            });
+        }
+        Confinement { cgroup }
+    }
+
+    /// Whether every descendant is caught (a cgroup), not just the process group.
+    pub fn is_complete(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
+    /// What the child runs between `fork` and `exec`: it joins the cgroup, so that nothing it
+    /// starts can escape. Only async-signal-safe calls happen in there.
+    pub fn child_setup(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
+        let procs = self.cgroup.as_ref().map(|c| c.procs.as_raw_fd());
+        move || {
+            if let Some(fd) = procs {
+                // SAFETY: write(2) on a descriptor the parent keeps open until after the spawn;
+                // "0" moves the writing process itself.
+                if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// Kills the process group `leader` made and, with a cgroup, everything else it started.
+    pub fn kill(&self, leader: libc::pid_t) {
+        // SAFETY: kill(2) on the process group the command was started in; ESRCH when it is
+        // gone already.
+        unsafe {
+            libc::kill(-leader, libc::SIGKILL);
+        }
+        if let Some(cgroup) = &self.cgroup {
+            if std::fs::write(cgroup.dir.join("cgroup.kill"), "1").is_err() {
+                // Kernels before 5.14 have no cgroup.kill: signal every member instead.
+                kill_members(&cgroup.dir);
+            }
+        }
+    }
+}
+
+impl Default for Confinement {
+    fn default() -> Self {
+        Confinement::new()
+    }
+}
+
+impl Drop for Confinement {
+    fn drop(&mut self) {
+        let Some(cgroup) = &self.cgroup else { return };
+        live_cgroups().remove(&cgroup.dir);
+        // A cgroup can only be removed once it is empty; killed processes take a moment.
+        let until = Instant::now() + EMPTY_WAIT;
+        loop {
+            match std::fs::remove_dir(&cgroup.dir) {
+                Ok(()) => return,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < until => {
+                    let _ = std::fs::write(cgroup.dir.join("cgroup.kill"), "1");
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => {
+                    tracing::warn!("cannot remove cgroup {}: {e}", cgroup.dir.display());
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The cgroups of this process that may still hold processes.
+fn live_cgroups() -> std::sync::MutexGuard<'static, HashSet<PathBuf>> {
+    static LIVE: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills every process in every live cgroup, for a host that is about to exit at once (a
+/// second Ctrl-C) and will not run its destructors.
+pub fn kill_everything() {
+    for dir in live_cgroups().iter() {
+        if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            kill_members(dir);
+        }
+    }
+}
+
+fn kill_members(dir: &Path) {
+    let Ok(members) = std::fs::read_to_string(dir.join("cgroup.procs")) else {
+        return;
+    };
+    for pid in members.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        // SAFETY: kill(2) on a member of the cgroup this module made.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// This process's cgroup v2 directory, when it can hold children; looked up once.
+fn own_cgroup_dir() -> Option<&'static Path> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if std::env::var_os("PFLOW_NO_CGROUP").is_some() {
+            return None;
+        }
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mount = cgroup2_mount(&mountinfo)?;
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let relative = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+        let dir = mount.join(relative.trim().trim_start_matches('/'));
+        dir.is_dir().then_some(dir)
+    })
+    .as_deref()
+}
+
+/// The mount point of the cgroup2 file system, from `/proc/self/mountinfo`.
+fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (mount, filesystem) = line.split_once(" - ")?;
+        if filesystem.split_whitespace().next() != Some("cgroup2") {
+            return None;
+        }
+        mount.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup2_mount_is_found_among_v1_hierarchies() {
+        let mountinfo = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw";
+        assert_eq!(
+            cgroup2_mount(mountinfo),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(cgroup2_mount("22 27 0:21 / /proc rw - proc proc rw"), None);
+    }
+}
