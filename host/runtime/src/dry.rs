@@ -1,15 +1,22 @@
 //! Dry runs: what a run may not do to the user's world, and what it would have done.
 //!
-//! Commands run in a private mount and network namespace over a throwaway copy-on-write view of
-//! the whole file system (overlayfs with `/` as the lower layer): they behave as they would
-//! live, nothing they write survives, and what they wrote is read back from the upper layer.
-//! HTTP requests other than GET/HEAD/OPTIONS and MCP tools not annotated read-only are not sent;
-//! the node is then `unverified`.
+//! Commands share nothing with the host: they run under bubblewrap in namespaces of their own
+//! (see [`ISOLATION`] and [`PRIVATE_MOUNTS`]) over a throwaway copy-on-write view of the whole
+//! file system (overlayfs with `/` as the lower layer). They behave as they would live, nothing
+//! they write survives, no process of theirs outlives them, and what they wrote is read back
+//! from the upper layer. Where no overlay can be made, they get a read-only `/`; where
+//! bubblewrap cannot run, they are not run at all.
+//!
+//! HTTP requests other than GET/HEAD/OPTIONS (or with a body) and MCP tools not annotated
+//! read-only are not sent; the node is then `unverified`.
 
+use crate::capabilities::{run_command, CommandFailure, Finished, Request};
 use serde::Serialize;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The category of a node error that only says "not run for real in a dry run".
 pub const UNVERIFIED: &str = "unverified";
@@ -76,7 +83,162 @@ impl DryRun {
 }
 
 /// Exit status of the wrapper when the throwaway view cannot be made (before the command runs).
-pub(crate) const NO_OVERLAY: i32 = 197;
+const NO_OVERLAY: i32 = 197;
+
+/// What every dry command runs under, whichever root it gets: new user (with no further user
+/// namespaces), PID, IPC, UTS, network and cgroup namespaces, a new session, no capabilities
+/// and `no_new_privs` (bubblewrap always sets it). When the command's main process ends, its
+/// PID namespace and everything left in it die.
+const ISOLATION: &[&str] = &[
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+];
+
+/// Nothing of the host's /proc, /dev, /dev/shm or /run: a /proc of the command's own PID
+/// namespace, a minimal /dev (null, zero, full, random, urandom, tty) and empty tmpfs mounts.
+const PRIVATE_MOUNTS: &[&str] = &[
+    "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--tmpfs", "/run",
+];
+
+/// How dry commands are isolated on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Launcher {
+    /// Writable copy-on-write view of `/` (overlayfs in a private mount namespace), under
+    /// bubblewrap: the command behaves as live, and its changes are listed.
+    Overlay,
+    /// Bubblewrap with a read-only `/`: writes fail, and what the command would change is not
+    /// known.
+    ReadOnlyRoot,
+    /// Neither works here: dry commands are not run.
+    Unavailable,
+}
+
+impl Launcher {
+    /// The first launcher that works here, trying each once per process with `true`.
+    /// `PFLOW_DRY_SHELL=overlay|bubblewrap|none` says where to start.
+    pub fn detect() -> Launcher {
+        static OVERLAY: OnceLock<bool> = OnceLock::new();
+        static READ_ONLY: OnceLock<bool> = OnceLock::new();
+        let start = std::env::var("PFLOW_DRY_SHELL").unwrap_or_default();
+        let probe = |launcher: Launcher| {
+            let Ok(cwd) = std::env::current_dir() else {
+                return false;
+            };
+            let argv = vec!["true".to_string()];
+            let (argv, env, _overlay) = match launcher {
+                Launcher::Overlay => {
+                    let Ok(overlay) = Overlay::new() else {
+                        return false;
+                    };
+                    let (argv, env) = overlay.wrap(&argv, &cwd);
+                    (argv, env, Some(overlay))
+                }
+                _ => (read_only_root(&argv, &cwd), Vec::new(), None),
+            };
+            let request = Request {
+                argv,
+                stdin: None,
+                cwd: None,
+                env,
+                timeout: None,
+                deadline: Instant::now() + PROBE_TIME,
+                capture_bytes: 64 * 1024,
+            };
+            let works = matches!(
+                run_command(request, &AtomicBool::new(false)),
+                Ok(finished) if finished.exit_code == 0
+            );
+            if !works {
+                tracing::debug!("dry runs cannot use {launcher:?} here");
+            }
+            works
+        };
+        if matches!(start.as_str(), "" | "overlay")
+            && *OVERLAY.get_or_init(|| probe(Launcher::Overlay))
+        {
+            return Launcher::Overlay;
+        }
+        if start != "none"
+            && bubblewrap_available()
+            && *READ_ONLY.get_or_init(|| probe(Launcher::ReadOnlyRoot))
+        {
+            return Launcher::ReadOnlyRoot;
+        }
+        Launcher::Unavailable
+    }
+}
+
+/// How long the one-time check of a launcher may take.
+const PROBE_TIME: Duration = Duration::from_secs(10);
+
+/// Why a dry command was not run.
+pub(crate) struct NotRun(pub String);
+
+/// Runs a command for a dry run, isolated by the best launcher there is, and records the files
+/// it would have changed (or that they are not known).
+pub(crate) fn run_command_dry(
+    request: Request,
+    cancel: &AtomicBool,
+    dry: &DryRun,
+    node_id: &str,
+) -> Result<Result<Finished, CommandFailure>, NotRun> {
+    let cwd = match &request.cwd {
+        Some(cwd) => PathBuf::from(cwd),
+        None => {
+            std::env::current_dir().map_err(|e| NotRun(format!("no current directory: {e}")))?
+        }
+    };
+    match Launcher::detect() {
+        Launcher::Overlay => {
+            let overlay = Overlay::new().map_err(|e| {
+                NotRun(format!(
+                    "cannot make a scratch directory for the dry run: {e}"
+                ))
+            })?;
+            let (argv, env) = overlay.wrap(&request.argv, &cwd);
+            let wrapped = Request {
+                argv,
+                env: request.env.iter().cloned().chain(env).collect(),
+                cwd: None,
+                ..request
+            };
+            let finished = run_command(wrapped, cancel);
+            if matches!(&finished, Ok(f) if f.exit_code == NO_OVERLAY) {
+                return Err(NotRun(
+                    "the throwaway view of the file system could not be made".to_string(),
+                ));
+            }
+            dry.record(node_id, overlay.changes());
+            Ok(finished)
+        }
+        Launcher::ReadOnlyRoot => {
+            let wrapped = Request {
+                argv: read_only_root(&request.argv, &cwd),
+                cwd: None,
+                ..request
+            };
+            dry.skip(
+                node_id,
+                "process",
+                "ran under bubblewrap with a read-only root and no network: writes fail, and the \
+                 files it would change are not known"
+                    .to_string(),
+            );
+            Ok(run_command(wrapped, cancel))
+        }
+        Launcher::Unavailable => Err(NotRun(
+            "no isolated, throwaway view of the file system can be made here (it needs \
+             bubblewrap, and overlayfs in a mount namespace for a writable one), so the command \
+             was not run"
+                .to_string(),
+        )),
+    }
+}
 
 /// A scratch directory holding the overlay's upper and work layers and its mount point.
 pub(crate) struct Overlay {
@@ -99,27 +261,33 @@ impl Overlay {
         Ok(Overlay { scratch })
     }
 
-    /// `argv` run inside the throwaway view, in `cwd`, without network.
+    /// `argv` run in `cwd` with the overlay as `/`, isolated as [`ISOLATION`] says. The
+    /// overlay is mounted in a mount namespace of its own first, which only root (or a user
+    /// namespace) can do.
     pub fn wrap(&self, argv: &[String], cwd: &Path) -> (Vec<String>, Vec<(String, String)>) {
+        let bwrap: Vec<&str> = ["bwrap"]
+            .iter()
+            .chain(ISOLATION)
+            .chain(&["--bind", "\"$PFLOW_M\"", "/"])
+            .chain(PRIVATE_MOUNTS)
+            .chain(&["--chdir", "\"$PFLOW_CWD\"", "--", "\"$@\""])
+            .copied()
+            .collect();
         let script = format!(
             "mount -t overlay overlay -o lowerdir=/,upperdir=\"$PFLOW_U\",workdir=\"$PFLOW_W\" \"$PFLOW_M\" \
-             && mount --rbind /proc \"$PFLOW_M/proc\" && mount --rbind /dev \"$PFLOW_M/dev\" \
-             || exit {NO_OVERLAY}; \
-             exec chroot \"$PFLOW_M\" /bin/sh -c 'cd \"$1\" || exit 1; shift; exec \"$@\"' sh \"$PFLOW_CWD\" \"$@\""
+             || exit {NO_OVERLAY}; exec {}",
+            bwrap.join(" ")
         );
-        let mut wrapped: Vec<String> = [
-            "unshare",
-            "--mount",
-            "--net",
-            "--propagation",
-            "private",
-            "--",
-            "sh",
-            "-c",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut wrapped: Vec<String> = ["unshare", "--mount", "--propagation", "private"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        // SAFETY: geteuid(2) cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            // A user namespace in which the user is root may mount the overlay.
+            wrapped.extend(["--user", "--map-root-user"].map(String::from));
+        }
+        wrapped.extend(["--", "sh", "-c"].map(String::from));
         wrapped.push(script);
         wrapped.push("sh".to_string());
         wrapped.extend(argv.iter().cloned());
@@ -132,7 +300,6 @@ impl Overlay {
         ];
         (wrapped, env)
     }
-
     /// The files the command would have created, changed or deleted, from the upper layer.
     pub fn changes(&self) -> Vec<(Change, PathBuf)> {
         let upper = self.scratch.join("upper");
@@ -171,33 +338,26 @@ impl Drop for Overlay {
     }
 }
 
-pub(crate) fn bubblewrap_available() -> bool {
+fn bubblewrap_available() -> bool {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("bwrap").is_file()))
         .unwrap_or(false)
 }
 
-/// `argv` under bubblewrap: a read-only `/` (so /tmp too, which keeps a working directory
-/// there visible), private /dev and /proc, no network.
-pub(crate) fn bubblewrap(argv: &[String], cwd: &Path) -> Vec<String> {
-    let mut wrapped: Vec<String> = [
-        "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-net",
-        "--die-with-parent",
-        "--chdir",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    wrapped.push(cwd.to_string_lossy().into_owned());
-    wrapped.push("--".to_string());
-    wrapped.extend(argv.iter().cloned());
-    wrapped
+/// `argv` under bubblewrap with a read-only `/` (so /tmp too, which keeps a working directory
+/// there visible), isolated as [`ISOLATION`] says.
+fn read_only_root(argv: &[String], cwd: &Path) -> Vec<String> {
+    ["bwrap"]
+        .iter()
+        .chain(ISOLATION)
+        .chain(&["--ro-bind", "/", "/"])
+        .chain(PRIVATE_MOUNTS)
+        .map(|s| s.to_string())
+        .chain([
+            "--chdir".to_string(),
+            cwd.to_string_lossy().into_owned(),
+            "--".to_string(),
+        ])
+        .chain(argv.iter().cloned())
+        .collect()
 }

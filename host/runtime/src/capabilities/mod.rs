@@ -13,8 +13,7 @@ use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::dry::{DryRun, Overlay};
-pub use process::{run_command, CommandFailure};
+pub use process::{run_command, CommandFailure, Finished, Request};
 
 /// A capability interface of the `pflow:node` package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -132,7 +131,9 @@ impl process_wit::Host for HostState {
         };
         let finished = match self.dry.clone() {
             None => run_command(request, &self.cancel).map_err(CommandFailure::into_node_error)?,
-            Some(dry) => self.run_dry(request, &dry)?,
+            Some(dry) => crate::dry::run_command_dry(request, &self.cancel, &dry, &self.node_id)
+                .map_err(|not_run| self.skip("process", not_run.0))?
+                .map_err(CommandFailure::into_node_error)?,
         };
         Ok(process_wit::Output {
             stdout: finished.stdout,
@@ -149,16 +150,19 @@ impl http_wit::Host for HostState {
         if !self.grants.allows(Capability::Http) {
             return Err(denied(Capability::Http, &self.node_type));
         }
-        if self.dry.is_some()
-            && !["GET", "HEAD", "OPTIONS"].contains(&request.method.to_ascii_uppercase().as_str())
-        {
-            return Err(self.skip(
-                "http",
-                format!(
-                    "{} {} was not sent: a dry run sends only GET, HEAD and OPTIONS",
-                    request.method, request.url
-                ),
-            ));
+        if self.dry.is_some() {
+            let safe_method =
+                ["GET", "HEAD", "OPTIONS"].contains(&request.method.to_ascii_uppercase().as_str());
+            let has_body = request.body.as_ref().is_some_and(|b| !b.is_empty());
+            if !safe_method || has_body {
+                return Err(self.skip(
+                    "http",
+                    format!(
+                        "{} {} was not sent: a dry run sends only GET, HEAD and OPTIONS, without a body",
+                        request.method, request.url
+                    ),
+                ));
+            }
         }
         let request = http::Request {
             method: request.method,
@@ -245,69 +249,6 @@ impl HostState {
             dry.skip(&self.node_id, capability, reason.clone());
         }
         types::NodeError::new(crate::dry::UNVERIFIED, format!("Dry run: {reason}."), false)
-    }
-
-    /// A command in a dry run: over a throwaway overlay view of `/` (changes listed), else
-    /// under bubblewrap with a read-only root (changes fail, nothing to list), else not at all.
-    /// `PFLOW_DRY_SHELL=overlay|bubblewrap|none` forces where to start.
-    fn run_dry(
-        &self,
-        request: process::Request,
-        dry: &DryRun,
-    ) -> Result<process::Finished, types::NodeError> {
-        let start = std::env::var("PFLOW_DRY_SHELL").unwrap_or_default();
-        let cwd = match &request.cwd {
-            Some(cwd) => std::path::PathBuf::from(cwd),
-            None => std::env::current_dir()
-                .map_err(|e| self.skip("process", format!("no current directory: {e}")))?,
-        };
-        if start.is_empty() || start == "overlay" {
-            let overlay = Overlay::new().map_err(|e| {
-                self.skip(
-                    "process",
-                    format!("cannot make a scratch directory for the dry run: {e}"),
-                )
-            })?;
-            let (argv, env) = overlay.wrap(&request.argv, &cwd);
-            let wrapped = process::Request {
-                argv,
-                env: request.env.iter().cloned().chain(env).collect(),
-                cwd: None,
-                stdin: request.stdin.clone(),
-                ..request
-            };
-            let finished =
-                run_command(wrapped, &self.cancel).map_err(CommandFailure::into_node_error)?;
-            if finished.exit_code != crate::dry::NO_OVERLAY {
-                dry.record(&self.node_id, overlay.changes());
-                return Ok(finished);
-            }
-        }
-        if start != "none" && crate::dry::bubblewrap_available() {
-            let wrapped = process::Request {
-                argv: crate::dry::bubblewrap(&request.argv, &cwd),
-                cwd: None,
-                ..request
-            };
-            let finished =
-                run_command(wrapped, &self.cancel).map_err(CommandFailure::into_node_error)?;
-            if !finished.stderr.starts_with(b"bwrap:") {
-                dry.skip(
-                    &self.node_id,
-                    "process",
-                    "ran under bubblewrap with a read-only root and no network: writes fail, and the \
-                     files it would change are not known"
-                        .to_string(),
-                );
-                return Ok(finished);
-            }
-        }
-        Err(self.skip(
-            "process",
-            "no throwaway view of the file system could be made here (overlayfs needs root or user \
-             namespaces; bubblewrap is missing or failed), so the command was not run"
-                .to_string(),
-        ))
     }
 }
 
