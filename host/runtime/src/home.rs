@@ -124,6 +124,11 @@ pub struct HttpSettings {
     /// Responses larger than this fail with `response_too_large`.
     #[serde(default = "default_max_response_mb")]
     pub max_response_mb: f64,
+    /// Also refuse loopback and private addresses (127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12,
+    /// 192.168.0.0/16, fc00::/7, ...). Link-local and cloud-metadata addresses are always
+    /// refused.
+    #[serde(default)]
+    pub deny_private: bool,
 }
 
 impl Default for HttpSettings {
@@ -132,6 +137,7 @@ impl Default for HttpSettings {
             allowed_hosts: any_host(),
             allowed_schemes: web_schemes(),
             max_response_mb: default_max_response_mb(),
+            deny_private: false,
         }
     }
 }

@@ -2,6 +2,15 @@
 //! (allowed hosts and schemes) has seen the URL and every redirect hop, with the response size
 //! capped and the time bounded by the node's deadline. Transient failures (network errors,
 //! timeouts, 5xx) are retried with backoff when the node asks for it.
+//!
+//! What a request may reach is decided on the address it connects to, not only on its name:
+//! link-local and cloud-metadata addresses are always refused, and loopback and private ranges
+//! too under `http.deny_private`. The check sits in the client's DNS resolver, so the address
+//! checked is the address connected to (no DNS rebinding between the two), on every hop.
+//!
+//! Credentials stay with the origin they were meant for: a redirect to another origin drops
+//! every header but a few harmless ones (so `Authorization`, cookies and the node's API-key
+//! header whatever its name), and a 307/308 re-sends a body only to the same origin.
 
 use crate::bindings::pflow::node::types::NodeError;
 use crate::error::category;
@@ -9,23 +18,132 @@ use crate::home::HttpSettings;
 use pflow_ir::HttpOverrides;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{Method, StatusCode};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use url::Url;
+use url::{Host, Url};
 
 const MAX_REDIRECTS: usize = 10;
 /// First wait before a retry; doubled for each further one.
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+/// Request headers that go along to another origin on a redirect; every other one (credentials
+/// under any name) stays with the origin it was written for.
+const HEADERS_KEPT_ACROSS_ORIGINS: &[&str] = &[
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "cache-control",
+    "content-language",
+    "content-type",
+    "if-modified-since",
+    "if-none-match",
+    "pragma",
+    "user-agent",
+];
 
 /// Which URLs a node may reach. A host must be allowed by the settings and by every
-/// narrowing layer (workflow, node) to be reached.
+/// narrowing layer (workflow, node) to be reached, and its address by `addresses`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpPolicy {
     host_layers: Vec<Vec<String>>,
     schemes: Vec<String>,
     pub max_response_bytes: u64,
+    pub addresses: AddressPolicy,
+}
+
+/// Which IP addresses a connection may go to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AddressPolicy {
+    /// Anything but link-local and cloud-metadata addresses.
+    #[default]
+    DenyLinkLocal,
+    /// Public addresses only: loopback, private, shared and unspecified ranges refused too.
+    DenyPrivate,
+}
+
+impl AddressPolicy {
+    /// Why a connection to `ip` is refused, or None when it is allowed.
+    pub fn refusal(self, ip: IpAddr) -> Option<&'static str> {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6
+                .to_ipv4_mapped()
+                .map(IpAddr::V4)
+                .unwrap_or(IpAddr::V6(v6)),
+            v4 => v4,
+        };
+        const AWS_METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
+        const ALIBABA_METADATA: Ipv4Addr = Ipv4Addr::new(100, 100, 100, 200);
+        let metadata = match ip {
+            IpAddr::V4(v4) => v4.is_link_local() || v4 == ALIBABA_METADATA,
+            IpAddr::V6(v6) => v6.is_unicast_link_local() || v6 == AWS_METADATA_V6,
+        };
+        if metadata {
+            return Some("a link-local or cloud-metadata address, which is always refused");
+        }
+        if self == AddressPolicy::DenyLinkLocal {
+            return None;
+        }
+        let private = match ip {
+            IpAddr::V4(v4) => {
+                let [a, b, ..] = v4.octets();
+                v4.is_loopback()
+                    || v4.is_private()
+                    || v4.is_unspecified()
+                    || v4.is_broadcast()
+                    || v4.is_multicast()
+                    || a == 0
+                    || (a == 100 && (64..128).contains(&b))
+            }
+            IpAddr::V6(v6) => {
+                v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || (v6.segments()[0] & 0xfe00) == 0xfc00
+            }
+        };
+        private.then_some(
+            "a loopback or private address, refused because settings.json sets http.deny_private",
+        )
+    }
+}
+
+/// The error the resolver gives for a name whose every address is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("'{host}' resolves to {ip}: {reason}")]
+struct AddressRefused {
+    host: String,
+    ip: IpAddr,
+    reason: &'static str,
+}
+
+/// Resolves names through the system, keeping only the addresses the policy allows.
+struct CheckedResolver(AddressPolicy);
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0;
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = resolved
+                .iter()
+                .filter(|addr| policy.refusal(addr.ip()).is_none())
+                .copied()
+                .collect();
+            match (allowed.is_empty(), resolved.first()) {
+                (true, Some(first)) => Err(Box::new(AddressRefused {
+                    host,
+                    ip: first.ip(),
+                    reason: policy.refusal(first.ip()).unwrap_or_default(),
+                })
+                    as Box<dyn std::error::Error + Send + Sync>),
+                _ => Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs),
+            }
+        })
+    }
 }
 
 /// What the default settings allow: any host, http and https, 10 MiB responses.
@@ -45,6 +163,11 @@ impl HttpPolicy {
                 .map(|s| s.to_ascii_lowercase())
                 .collect(),
             max_response_bytes: (settings.max_response_mb.max(0.0) * (1 << 20) as f64) as u64,
+            addresses: if settings.deny_private {
+                AddressPolicy::DenyPrivate
+            } else {
+                AddressPolicy::DenyLinkLocal
+            },
         }
     }
 
@@ -57,7 +180,9 @@ impl HttpPolicy {
         policy
     }
 
-    fn check(&self, url: &Url) -> Result<(), NodeError> {
+    /// Checks the scheme, the host name and, for an address written in the URL, the address
+    /// (names are checked when they resolve, see [`CheckedResolver`]).
+    pub fn check(&self, url: &Url) -> Result<(), NodeError> {
         if !self.schemes.iter().any(|s| s == url.scheme()) {
             return Err(denied(format!(
                 "The URL scheme '{}' is not allowed (allowed: {}).",
@@ -76,6 +201,16 @@ impl HttpPolicy {
                     layer.join(", ")
                 )));
             }
+        }
+        let literal = match url.host() {
+            Some(Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        };
+        if let Some(reason) = literal.and_then(|ip| self.addresses.refusal(ip)) {
+            return Err(denied(format!(
+                "{url} was not requested: {host} is {reason}."
+            )));
         }
         Ok(())
     }
@@ -97,11 +232,11 @@ fn denied(message: String) -> NodeError {
     NodeError::new(category::POLICY_DENIED, message, false)
 }
 
-/// One client (connection pool, TLS configuration) and one runtime for every request of the
-/// process, made on first use so that runs without HTTP pay nothing for them.
+/// One runtime and, per address policy, one client (connection pool, TLS configuration) for
+/// every request of the process, made on first use so that runs without HTTP pay nothing.
 pub struct HttpClient {
     runtime: tokio::runtime::Runtime,
-    client: reqwest::Client,
+    clients: [OnceLock<Result<reqwest::Client, String>>; 2],
 }
 
 impl HttpClient {
@@ -109,22 +244,36 @@ impl HttpClient {
         static CLIENT: OnceLock<Result<HttpClient, String>> = OnceLock::new();
         CLIENT
             .get_or_init(|| {
-                // reqwest is built without a bundled crypto provider; ring is the one linked.
-                let _ = rustls::crypto::ring::default_provider().install_default();
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
-                let client = reqwest::Client::builder()
-                    // Redirects are followed here, so that the policy sees every hop.
-                    .redirect(reqwest::redirect::Policy::none())
-                    .user_agent(concat!("pflow-host/", env!("CARGO_PKG_VERSION")))
-                    .build()
-                    .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-                Ok(HttpClient { runtime, client })
+                Ok(HttpClient {
+                    runtime,
+                    clients: [OnceLock::new(), OnceLock::new()],
+                })
             })
             .as_ref()
             .map_err(|message| NodeError::new(category::NETWORK, message.clone(), false))
+    }
+
+    /// The client whose resolver enforces `addresses`. MCP's HTTP transport uses it too.
+    pub fn client(addresses: AddressPolicy) -> Result<reqwest::Client, NodeError> {
+        let shared = HttpClient::shared()?;
+        shared.clients[addresses as usize]
+            .get_or_init(|| {
+                // reqwest is built without a bundled crypto provider; ring is the one linked.
+                let _ = rustls::crypto::ring::default_provider().install_default();
+                reqwest::Client::builder()
+                    // Redirects are followed here, so that the policy sees every hop.
+                    .redirect(reqwest::redirect::Policy::none())
+                    .dns_resolver(Arc::new(CheckedResolver(addresses)))
+                    .user_agent(concat!("pflow-host/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .clone()
+            .map_err(|message| NodeError::new(category::NETWORK, message, false))
     }
 }
 
@@ -179,9 +328,11 @@ pub fn send(
         })?;
         headers.append(name, value);
     }
-    let client = HttpClient::shared()?;
+    let shared = HttpClient::shared()?;
+    let client = HttpClient::client(policy.addresses)?;
     let attempts = 1 + request.retries as usize;
     let mut last_error = None;
+    let mut made = 0;
     for attempt in 1..=attempts {
         if attempt > 1 {
             let wait = RETRY_BACKOFF * 2u32.pow(attempt as u32 - 2);
@@ -190,9 +341,10 @@ pub fn send(
             }
             std::thread::sleep(wait);
         }
+        made = attempt;
         let started = Instant::now();
-        let outcome = client.runtime.block_on(follow_redirects(
-            client,
+        let outcome = shared.runtime.block_on(follow_redirects(
+            &client,
             method.clone(),
             url.clone(),
             &headers,
@@ -222,7 +374,7 @@ pub fn send(
         }
     }
     Err(last_error
-        .map(|e| with_attempts(e, attempts))
+        .map(|e| with_attempts(e, made))
         .unwrap_or_else(|| timeout_error(&url, true)))
 }
 
@@ -245,7 +397,7 @@ enum Failure {
 
 #[allow(clippy::too_many_arguments)]
 async fn follow_redirects(
-    client: &HttpClient,
+    client: &reqwest::Client,
     mut method: Method,
     mut url: Url,
     headers: &HeaderMap,
@@ -255,10 +407,10 @@ async fn follow_redirects(
     bounds: &Bounds<'_>,
 ) -> Result<Response, Failure> {
     let mut body = body.map(<[u8]>::to_vec);
+    let mut headers = headers.clone();
     for _ in 0..=MAX_REDIRECTS {
         policy.check(&url).map_err(Failure::Final)?;
         let mut builder = client
-            .client
             .request(method.clone(), url.clone())
             .headers(headers.clone());
         if let Some(body) = &body {
@@ -288,13 +440,34 @@ async fn follow_redirects(
             .map(|(_, value)| value.clone());
         match (status.is_redirection(), location) {
             (true, Some(location)) => {
-                url = url.join(&location).map_err(|e| {
+                let next = url.join(&location).map_err(|e| {
                     Failure::Final(NodeError::new(
                         category::NETWORK,
                         format!("The server redirected to an invalid location '{location}': {e}"),
                         false,
                     ))
                 })?;
+                if next.origin() != url.origin() {
+                    headers = headers
+                        .iter()
+                        .filter(|(name, _)| HEADERS_KEPT_ACROSS_ORIGINS.contains(&name.as_str()))
+                        .map(|(name, value)| (name.clone(), value.clone()))
+                        .collect();
+                    let keeps_body = matches!(
+                        status,
+                        StatusCode::TEMPORARY_REDIRECT | StatusCode::PERMANENT_REDIRECT
+                    );
+                    if keeps_body && body.is_some() {
+                        return Err(Failure::Final(NodeError::new(
+                            category::POLICY_DENIED,
+                            format!(
+                                "{url} answered {status} to {next}, another origin; a request body is only re-sent to the same origin. Request {next} directly if it is meant to get the body."
+                            ),
+                            false,
+                        )));
+                    }
+                }
+                url = next;
                 // 303, and 301/302 after anything but GET/HEAD, continue as a GET without body.
                 let becomes_get = status == StatusCode::SEE_OTHER
                     || (matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND)
@@ -317,10 +490,14 @@ async fn follow_redirects(
 
 /// Sends one request and reads its body up to the cap.
 async fn exchange(builder: reqwest::RequestBuilder, max_bytes: u64) -> Result<Response, Failure> {
-    let mut response = builder
-        .send()
-        .await
-        .map_err(|e| Failure::Transient(network_error(&e)))?;
+    let mut response = builder.send().await.map_err(|e| {
+        let error = network_error(&e);
+        if error.category == category::POLICY_DENIED {
+            Failure::Final(error)
+        } else {
+            Failure::Transient(error)
+        }
+    })?;
     let too_large = |size: String| {
         Failure::Final(NodeError::new(
             "response_too_large",
@@ -390,10 +567,14 @@ fn timeout_error(url: &Url, node_limit: bool) -> NodeError {
 }
 
 /// Connection refused, DNS, TLS and the like: the network or the server, not the workflow.
+/// An address the policy refused is `policy_denied`.
 fn network_error(error: &reqwest::Error) -> NodeError {
     let mut cause = String::new();
     let mut source: Option<&dyn std::error::Error> = Some(error);
     while let Some(e) = source {
+        if let Some(refused) = e.downcast_ref::<AddressRefused>() {
+            return denied(format!("Not connected: {refused}."));
+        }
         cause = e.to_string();
         source = e.source();
     }
