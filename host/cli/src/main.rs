@@ -4,7 +4,9 @@ mod display;
 mod mcp_cmd;
 mod registry_cmd;
 mod run_cmd;
+mod signals;
 mod validate_cmd;
+mod workflow_file;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use pflow_runtime::{Host, PflowHome};

@@ -4,6 +4,7 @@
 use crate::{exit, OutputFormat};
 use anyhow::{anyhow, bail, Result};
 use clap::Subcommand;
+use pflow_runtime::capabilities::http::HttpPolicy;
 use pflow_runtime::mcp::{McpServersFile, McpSessions, ServerConfig, ToolsFile};
 use pflow_runtime::registry::mcp_type_name;
 use pflow_runtime::Host;
@@ -135,12 +136,21 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 Some(name) => bail!("No MCP server named '{name}'"),
                 None => file.servers.keys().cloned().collect(),
             };
-            let sessions = McpSessions::new(file.servers.clone(), vec!["*".to_string()])
-                .map_err(|e| anyhow!(e))?;
+            let sessions = McpSessions::new(
+                file.servers.clone(),
+                vec!["*".to_string()],
+                HttpPolicy::from_settings(&host.settings.http),
+            )
+            .map_err(|e| anyhow!(e))?;
+            let cancel = host.sandbox.cancel_flag();
+            crate::signals::cancel_on_interrupt(cancel.clone());
             let mut tools = ToolsFile::load(&tools_path);
             let mut failed = 0;
             for name in names {
-                match sessions.list_tools(&name, Instant::now() + SYNC_TIMEOUT) {
+                if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                match sessions.list_tools(&name, Instant::now() + SYNC_TIMEOUT, &cancel) {
                     Ok(list) => {
                         println!("{name}: {} tool(s)", list.len());
                         tools.servers.insert(name, list);
@@ -152,6 +162,10 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 }
             }
             sessions.shutdown();
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("cancelled: the tools recorded before are kept");
+                return Ok(exit::CANCELLED);
+            }
             tools.save(&tools_path).map_err(|e| anyhow!(e))?;
             Ok(if failed == 0 { 0 } else { exit::FAILED })
         }

@@ -7,7 +7,7 @@ use clap::Args;
 use pflow_ir::Workflow;
 use pflow_runtime::{Host, StartError, Status};
 use serde_json::{json, Map, Value};
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -45,14 +45,7 @@ pub fn run(host: &Host, args: RunArgs) -> Result<u8> {
     };
     read_piped_stdin(&workflow, &mut inputs)?;
 
-    let cancel = host.sandbox.cancel_flag();
-    let _ = ctrlc::set_handler(move || {
-        if cancel.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            // A second Ctrl-C: the user wants out now.
-            std::process::exit(exit::CANCELLED.into());
-        }
-        eprintln!("\ncancelling: stopping the running node (Ctrl-C again to quit at once)");
-    });
+    crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
 
     let mut progress = Progress::new(!json_output);
     let report = match host
@@ -83,9 +76,8 @@ pub fn run(host: &Host, args: RunArgs) -> Result<u8> {
     })
 }
 
-fn load_workflow(path: &PathBuf) -> Result<Workflow> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("Cannot read workflow file '{}'", path.display()))?;
+fn load_workflow(path: &std::path::Path) -> Result<Workflow> {
+    let text = crate::workflow_file::read(path)?;
     Workflow::from_json(&text).with_context(|| format!("{}", path.display()))
 }
 
@@ -118,11 +110,7 @@ fn read_piped_stdin(workflow: &Workflow, inputs: &mut Map<String, Value>) -> Res
     if inputs.contains_key(name) || stdin.is_terminal() {
         return Ok(());
     }
-    let mut text = String::new();
-    stdin
-        .lock()
-        .read_to_string(&mut text)
-        .context("Cannot read standard input")?;
+    let text = crate::workflow_file::read_bounded(stdin.lock(), 0, "Standard input")?;
     if !text.is_empty() {
         inputs.insert(name.clone(), Value::String(text));
     }

@@ -2,7 +2,7 @@
 
 use crate::run_cmd::parse_inputs;
 use crate::{exit, OutputFormat};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute, RuntimeValidation};
 use pflow_runtime::Host;
@@ -31,9 +31,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
-    let text = match std::fs::read_to_string(&args.file)
-        .with_context(|| format!("Cannot read workflow file '{}'", args.file.display()))
-    {
+    let text = match crate::workflow_file::read(&args.file) {
         Ok(text) => text,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -54,7 +52,7 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
     if args.runtime {
         return runtime(host, &args, &text, inputs.unwrap_or_default());
     }
-    let report = validate_text(&text, &host.registry, inputs.as_ref());
+    let report = validate_text(text, &host.registry, inputs.as_ref());
     if args.output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -102,7 +100,12 @@ fn runtime(
             return Ok(exit::FAILED);
         }
     };
+    crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
     let validation = validate_runtime(host.executor(), &workflow, inputs, args.live, args.attempts);
+    if host.sandbox.is_cancelled() {
+        eprintln!("cancelled: runtime validation stopped before it finished");
+        return Ok(exit::CANCELLED);
+    }
     if args.output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&validation)?);
     } else {

@@ -36,6 +36,7 @@ fn main() {
         McpSessions::new(
             BTreeMap::from([("everything".to_string(), config)]),
             vec!["*".to_string()],
+            Default::default(),
         )
         .expect("MCP runtime"),
     );

@@ -1,9 +1,13 @@
 //! MCP servers: their configuration (`mcp-servers.json`), the tools `sync` recorded
 //! (`mcp-tools.json`), and the client sessions of one run. A server starts on first use, serves
-//! every node of the run, and is shut down (its process group killed) when the run ends; a
-//! server that dies or hangs becomes a node error within the node's time limit.
+//! every node of the run, and is shut down (everything it started killed, see
+//! [`crate::confine`]) when the run ends; a server that dies or hangs, in its handshake or in a
+//! call, becomes a node error within the node's time limit and is killed at once. Streamable
+//! HTTP servers are reached under the same HTTP policy as the http node.
 
 use crate::bindings::pflow::node::types::NodeError;
+use crate::capabilities::http::{HttpClient, HttpPolicy};
+use crate::confine::Confinement;
 use crate::error::category;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
@@ -115,8 +119,29 @@ impl ToolsFile {
 
 struct Session {
     service: RunningService<RoleClient, ()>,
-    /// The server's process group, for stdio servers.
-    process_group: Option<i32>,
+    /// The server's processes, for stdio servers.
+    process: Option<ServerProcess>,
+}
+
+/// A stdio server's leader and everything it starts.
+struct ServerProcess {
+    leader: i32,
+    confinement: Confinement,
+}
+
+impl ServerProcess {
+    /// Kills every process of the server and collects the leader's exit status, so that no
+    /// zombie is left either.
+    fn kill(&self) {
+        self.confinement.kill(self.leader);
+        for _ in 0..50 {
+            // SAFETY: waitpid(2) on the leader, our child, without blocking.
+            if unsafe { libc::waitpid(self.leader, std::ptr::null_mut(), libc::WNOHANG) } != 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 /// The MCP sessions of one run (or one `mcp` command).
@@ -124,6 +149,8 @@ pub struct McpSessions {
     runtime: tokio::runtime::Runtime,
     servers: BTreeMap<String, ServerConfig>,
     allowed: Vec<String>,
+    /// The policy Streamable HTTP servers are reached under.
+    http_policy: HttpPolicy,
     live: Mutex<HashMap<String, Session>>,
 }
 
@@ -138,6 +165,7 @@ impl McpSessions {
     pub fn new(
         servers: BTreeMap<String, ServerConfig>,
         allowed: Vec<String>,
+        http_policy: HttpPolicy,
     ) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -149,6 +177,7 @@ impl McpSessions {
             runtime,
             servers,
             allowed,
+            http_policy,
             live: Mutex::new(HashMap::new()),
         })
     }
@@ -209,13 +238,14 @@ impl McpSessions {
         &self,
         server: &str,
         deadline: Instant,
+        cancel: &AtomicBool,
     ) -> Result<Vec<ToolDescription>, NodeError> {
-        let never = AtomicBool::new(false);
-        let peer = self.peer(server, deadline, &never)?;
+        let peer = self.peer(server, deadline, cancel)?;
         let tools = self
-            .bounded(deadline, &never, server, async move {
+            .bounded(deadline, cancel, server, async move {
                 peer.list_all_tools().await
-            })?
+            })
+            .inspect_err(|_| self.forget(server))?
             .map_err(|e| service_error(server, "tools/list", e))?;
         Ok(tools
             .iter()
@@ -261,18 +291,130 @@ impl McpSessions {
             )
         })?;
         let start_deadline = deadline.min(Instant::now() + START_TIMEOUT);
-        let session = self.bounded(
-            start_deadline,
-            cancel,
-            server,
-            start(server.to_string(), config.clone()),
-        )??;
+        let session = match self.connect(server, config)? {
+            Transport::Http(transport, url) => {
+                let service = self
+                    .bounded(start_deadline, cancel, server, async move {
+                        ().serve(transport).await
+                    })?
+                    .map_err(|e| http_start_error(server, &url, &e.to_string()))?;
+                Session {
+                    service,
+                    process: None,
+                }
+            }
+            Transport::Stdio(transport, process, program) => {
+                let handshake = self.bounded(start_deadline, cancel, server, async move {
+                    ().serve(transport).await
+                });
+                match handshake {
+                    Ok(Ok(service)) => Session {
+                        service,
+                        process: Some(process),
+                    },
+                    Ok(Err(e)) => {
+                        process.kill();
+                        return Err(NodeError::new(
+                            category::MCP_UNAVAILABLE,
+                            format!("MCP server '{server}' ({program}) did not complete the MCP handshake: {e}"),
+                            false,
+                        ));
+                    }
+                    // Timed out or cancelled in the handshake: the server is killed now, not
+                    // left to the abandoned task.
+                    Err(failure) => {
+                        process.kill();
+                        return Err(failure);
+                    }
+                }
+            }
+        };
         let peer = session.service.peer().clone();
         self.live
             .lock()
             .expect("mcp sessions")
             .insert(server.to_string(), session);
         Ok(peer)
+    }
+
+    /// The transport to `server`: a started process for stdio, a client for HTTP after the
+    /// policy has seen the URL. Nothing is sent yet.
+    fn connect(&self, name: &str, config: &ServerConfig) -> Result<Transport, NodeError> {
+        let unavailable =
+            |message: String| NodeError::new(category::MCP_UNAVAILABLE, message, false);
+        let expand = |text: &str| {
+            expand_env(text).map_err(|e| unavailable(format!("MCP server '{name}': {e}")))
+        };
+        let is_http = config.url.is_some()
+            || matches!(
+                config.kind.as_deref(),
+                Some("http" | "streamable-http" | "streamableHttp")
+            );
+        if is_http {
+            let url = expand(config.url.as_deref().unwrap_or_default())?;
+            let parsed = url::Url::parse(&url).map_err(|e| {
+                unavailable(format!("MCP server '{name}': '{url}' is not a URL: {e}"))
+            })?;
+            self.http_policy.check(&parsed).map_err(|mut denied| {
+                denied.message = format!("MCP server '{name}': {}", denied.message);
+                denied
+            })?;
+            let mut transport_config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.clone(),
+                );
+            for (key, value) in &config.headers {
+                let value = expand(value)?;
+                let (Ok(header), Ok(value)) = (
+                    reqwest::header::HeaderName::from_bytes(key.as_bytes()),
+                    reqwest::header::HeaderValue::from_str(&value),
+                ) else {
+                    return Err(unavailable(format!(
+                        "MCP server '{name}': header '{key}' is not valid"
+                    )));
+                };
+                transport_config.custom_headers.insert(header, value);
+            }
+            let client = HttpClient::client(self.http_policy.addresses)?;
+            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+            return Ok(Transport::Http(transport, url));
+        }
+        let program = expand(config.command.as_deref().ok_or_else(|| {
+            unavailable(format!(
+                "MCP server '{name}' has neither a command nor a url"
+            ))
+        })?)?;
+        let mut command = tokio::process::Command::new(&program);
+        for arg in &config.args {
+            command.arg(expand(arg)?);
+        }
+        for (key, value) in &config.env {
+            command.env(key, expand(value)?);
+        }
+        // Its own process group: the terminal's Ctrl-C reaches the host, which ends the server.
+        command.process_group(0);
+        let confinement = Confinement::new();
+        // SAFETY: the hook only writes to a descriptor (async-signal-safe).
+        unsafe {
+            command.pre_exec(confinement.child_setup());
+        }
+        // tokio's process support needs its runtime around the spawn.
+        let _runtime = self.runtime.enter();
+        let (transport, _) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                unavailable(format!("Cannot start MCP server '{name}' ({program}): {e}"))
+            })?;
+        let leader = transport.id().map(|id| id as i32).unwrap_or_default();
+        Ok(Transport::Stdio(
+            transport,
+            ServerProcess {
+                leader,
+                confinement,
+            },
+            program,
+        ))
     }
 
     /// Runs `work` on the MCP runtime until it finishes, the deadline passes or Ctrl-C.
@@ -284,7 +426,8 @@ impl McpSessions {
         work: impl std::future::Future<Output = T> + Send + 'static,
     ) -> Result<T, NodeError> {
         let task = self.runtime.spawn(work);
-        self.runtime.block_on(async {
+        let abort = task.abort_handle();
+        let outcome = self.runtime.block_on(async {
             let wait = deadline.saturating_duration_since(Instant::now());
             let watch_cancel = async {
                 while !cancel.load(Ordering::Relaxed) {
@@ -300,7 +443,11 @@ impl McpSessions {
                 )),
                 _ = watch_cancel => Err(NodeError::new(category::CANCELLED, "The run was cancelled.".to_string(), false)),
             }
-        })
+        });
+        if outcome.is_err() {
+            abort.abort();
+        }
+        outcome
     }
 
     /// Drops a server that failed or hung, killing its processes at once.
@@ -319,8 +466,8 @@ impl McpSessions {
                 tokio::time::timeout(GRACEFUL_CLOSE, session.service.close()).await
             });
         }
-        if let Some(group) = session.process_group {
-            kill_and_reap(group);
+        if let Some(process) = &session.process {
+            process.kill();
         }
         // rmcp's own clean-up runs as tasks, so drop the session inside the runtime.
         self.runtime.block_on(async move { drop(session) });
@@ -345,103 +492,25 @@ impl Drop for McpSessions {
     }
 }
 
-async fn start(name: String, config: ServerConfig) -> Result<Session, NodeError> {
-    let unavailable = |message: String| NodeError::new(category::MCP_UNAVAILABLE, message, false);
-    let expand =
-        |text: &str| expand_env(text).map_err(|e| unavailable(format!("MCP server '{name}': {e}")));
-    let is_http = config.url.is_some()
-        || matches!(
-            config.kind.as_deref(),
-            Some("http" | "streamable-http" | "streamableHttp")
-        );
-    if is_http {
-        let url = expand(config.url.as_deref().unwrap_or_default())?;
-        let mut transport_config =
-            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                url.clone(),
-            );
-        for (key, value) in &config.headers {
-            let value = expand(value)?;
-            let (Ok(header), Ok(value)) = (
-                reqwest::header::HeaderName::from_bytes(key.as_bytes()),
-                reqwest::header::HeaderValue::from_str(&value),
-            ) else {
-                return Err(unavailable(format!(
-                    "MCP server '{name}': header '{key}' is not valid"
-                )));
-            };
-            transport_config.custom_headers.insert(header, value);
-        }
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let transport = StreamableHttpClientTransport::from_config(transport_config);
-        let service = ().serve(transport).await.map_err(|e| {
-            let text = e.to_string();
-            let category = if text.contains("401")
-                || text.contains("403")
-                || text.to_lowercase().contains("unauthorized")
-            {
-                category::AUTH
-            } else {
-                category::NETWORK
-            };
-            NodeError::new(
-                category,
-                format!("Cannot connect to MCP server '{name}' at {url}: {text}"),
-                false,
-            )
-        })?;
-        return Ok(Session {
-            service,
-            process_group: None,
-        });
-    }
-    let program = expand(config.command.as_deref().ok_or_else(|| {
-        unavailable(format!(
-            "MCP server '{name}' has neither a command nor a url"
-        ))
-    })?)?;
-    let mut command = tokio::process::Command::new(&program);
-    for arg in &config.args {
-        command.arg(expand(arg)?);
-    }
-    for (key, value) in &config.env {
-        command.env(key, expand(value)?);
-    }
-    // Its own process group: the terminal's Ctrl-C reaches the host, which ends the group.
-    command.process_group(0);
-    let (transport, _) = TokioChildProcess::builder(command)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| unavailable(format!("Cannot start MCP server '{name}' ({program}): {e}")))?;
-    let process_group = transport.id().map(|id| id as i32);
-    let service = ().serve(transport).await.map_err(|e| {
-        if let Some(group) = process_group {
-            kill_and_reap(group);
-        }
-        unavailable(format!(
-            "MCP server '{name}' ({program}) did not complete the MCP handshake: {e}"
-        ))
-    })?;
-    Ok(Session {
-        service,
-        process_group,
-    })
+enum Transport {
+    Http(StreamableHttpClientTransport<reqwest::Client>, String),
+    Stdio(TokioChildProcess, ServerProcess, String),
 }
 
-/// Kills a server's process group and collects the leader's exit status, so that no zombie
-/// is left either.
-fn kill_and_reap(group: i32) {
-    // SAFETY: kill(2) on the process group this module started (ESRCH when it is gone), and
-    // waitpid(2) on its leader, our child, without blocking.
-    unsafe {
-        libc::kill(-group, libc::SIGKILL);
-        for _ in 0..50 {
-            if libc::waitpid(group, std::ptr::null_mut(), libc::WNOHANG) != 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
+fn http_start_error(name: &str, url: &str, text: &str) -> NodeError {
+    let category = if text.contains("401")
+        || text.contains("403")
+        || text.to_lowercase().contains("unauthorized")
+    {
+        category::AUTH
+    } else {
+        category::NETWORK
+    };
+    NodeError::new(
+        category,
+        format!("Cannot connect to MCP server '{name}' at {url}: {text}"),
+        false,
+    )
 }
 
 fn service_error(server: &str, tool: &str, failure: ServiceError) -> NodeError {
