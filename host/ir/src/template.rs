@@ -6,6 +6,60 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
+/// How deeply `${...}` may nest (`${a[${b[${c}]}]}` is 3). Deeper text is refused with a clear
+/// error when a workflow is read, and never parsed as a template, so that parsing stays linear
+/// and shallow whatever the input.
+pub const MAX_NESTING: usize = 64;
+
+/// How deeply `${` opens nest in `text` (shell forms and `$${` counted too), in one pass.
+pub fn nesting_depth(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut depth, mut deepest, mut at) = (0usize, 0usize, 0usize);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'$' if bytes.get(at + 1) == Some(&b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                at += 1;
+            }
+            b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        at += 1;
+    }
+    deepest
+}
+
+/// Every string in `value` whose templates nest deeper than [`MAX_NESTING`], as
+/// `(JSON path, depth)`.
+pub fn too_deeply_nested(value: &Value, path: &str) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    let mut stack = vec![(value, path.to_string())];
+    while let Some((value, path)) = stack.pop() {
+        match value {
+            Value::String(text) => {
+                let depth = nesting_depth(text);
+                if depth > MAX_NESTING {
+                    found.push((path, depth));
+                }
+            }
+            Value::Array(items) => stack.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| (item, format!("{path}[{i}]"))),
+            ),
+            Value::Object(map) => stack.extend(
+                map.iter()
+                    .map(|(key, item)| (item, format!("{path}.{key}"))),
+            ),
+            _ => {}
+        }
+    }
+    found.sort();
+    found
+}
+
 /// A parsed string: literal text and template references.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
@@ -68,7 +122,7 @@ impl Template {
                 literal.push_str("${");
                 rest = after;
             } else if let Some(inside) = tail.strip_prefix("${") {
-                match parse_reference(inside) {
+                match parse_reference(inside, 1) {
                     Some((reference, used)) => {
                         if !literal.is_empty() {
                             parts.push(Part::Text(std::mem::take(&mut literal)));
@@ -189,7 +243,7 @@ pub fn malformed(text: &str) -> Vec<String> {
     while let Some(at) = rest.find("${") {
         let escaped = at > 0 && rest.as_bytes()[at - 1] == b'$';
         let inside = &rest[at + 2..];
-        if !escaped && parse_reference(inside).is_none() {
+        if !escaped && parse_reference(inside, 1).is_none() {
             if let Some(reason) = why_not_a_template(inside) {
                 let shown: String = inside.chars().take(30).collect();
                 found.push(format!("'${{{shown}' {reason}"));
@@ -243,9 +297,13 @@ fn why_not_a_template(inside: &str) -> Option<&'static str> {
     }
 }
 
-/// Parses the inside of `${...}` (after the `${`); returns the reference and the bytes used,
-/// the closing brace included. None when the text is not a pflow template.
-fn parse_reference(text: &str) -> Option<(Reference, usize)> {
+/// Parses the inside of `${...}` (after the `${`) at nesting `depth`; returns the reference and
+/// the bytes used, the closing brace included. None when the text is not a pflow template, or
+/// nests deeper than [`MAX_NESTING`].
+fn parse_reference(text: &str, depth: usize) -> Option<(Reference, usize)> {
+    if depth > MAX_NESTING {
+        return None;
+    }
     let bytes = text.as_bytes();
     let root_len = identifier_len(bytes, true);
     if root_len == 0 {
@@ -272,7 +330,7 @@ fn parse_reference(text: &str) -> Option<(Reference, usize)> {
                     path.push(Segment::Index(inner[..digits].parse().ok()?));
                     at += digits + 2;
                 } else if let Some(nested) = inner.strip_prefix("${") {
-                    let (reference, used) = parse_reference(nested)?;
+                    let (reference, used) = parse_reference(nested, depth + 1)?;
                     if nested.as_bytes().get(used) != Some(&b']') {
                         return None;
                     }
@@ -536,6 +594,30 @@ mod tests {
         ] {
             assert!(malformed(fine).is_empty(), "{fine}: {:?}", malformed(fine));
         }
+    }
+
+    #[test]
+    fn nesting_is_measured_in_one_pass_and_bounded_when_parsing() {
+        let nested = |levels: usize| {
+            let mut text = "${x}".to_string();
+            for _ in 1..levels {
+                text = format!("${{a[{text}]}}");
+            }
+            text
+        };
+        assert_eq!(nesting_depth(&nested(3)), 3);
+        assert_eq!(nesting_depth("${v:-${w}} ${x}"), 2);
+        assert_eq!(nesting_depth("no templates }}"), 0);
+        assert_eq!(
+            Template::parse(&nested(MAX_NESTING)).references().len(),
+            MAX_NESTING
+        );
+        // Past the limit the outer levels are text; parsing neither recurses nor goes
+        // quadratic, and only the innermost levels are templates.
+        let too_deep = nested(20_000);
+        assert_eq!(Template::parse(&too_deep).references().len(), MAX_NESTING);
+        let found = too_deeply_nested(&json!({"p": [too_deep]}), "params");
+        assert_eq!(found, vec![("params.p[0]".to_string(), 20_000)]);
     }
 
     #[test]

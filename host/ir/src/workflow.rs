@@ -1,5 +1,6 @@
 //! pflow's JSON workflow IR, parsed with errors that name the line, column and JSON path.
 
+use crate::template::{too_deeply_nested, MAX_NESTING};
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -195,6 +196,16 @@ impl Workflow {
     /// Parses and checks the structure a run depends on: non-empty unique node ids, edges and
     /// `start_node` that name existing nodes, a well-formed `ir_version`, known input types.
     pub fn from_json(text: &str) -> Result<Workflow, ParseError> {
+        if let Some(duplicate) = crate::find_duplicate_key(text) {
+            return Err(ParseError::Syntax {
+                line: duplicate.line,
+                column: duplicate.column,
+                message: format!(
+                    "duplicate key '{}': an object may name a key only once",
+                    duplicate.key
+                ),
+            });
+        }
         let mut deserializer = serde_json::Deserializer::from_str(text);
         let workflow: Workflow = serde_path_to_error::deserialize(&mut deserializer)
             .map_err(|e| shape_error(e.path().to_string(), e.into_inner()))?;
@@ -229,6 +240,89 @@ impl Workflow {
             .map(|e| e.to.as_str())
     }
 
+    /// The groups of nodes that lie on a cycle of edges, each in node order (Tarjan's strongly
+    /// connected components, iteratively: linear in nodes and edges, whatever the depth).
+    pub fn cycles(&self) -> Vec<Vec<&str>> {
+        let index: std::collections::HashMap<&str, usize> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.as_str(), i))
+            .collect();
+        let count = self.nodes.len();
+        let mut successors = vec![Vec::new(); count];
+        let mut self_loop = vec![false; count];
+        for edge in &self.edges {
+            if let (Some(&from), Some(&to)) =
+                (index.get(edge.from.as_str()), index.get(edge.to.as_str()))
+            {
+                successors[from].push(to);
+                self_loop[from] |= from == to;
+            }
+        }
+        let mut order = vec![usize::MAX; count];
+        let mut low = vec![0; count];
+        let mut on_stack = vec![false; count];
+        let mut stack = Vec::new();
+        let mut next = 0;
+        let mut groups = Vec::new();
+        for root in 0..count {
+            if order[root] != usize::MAX {
+                continue;
+            }
+            let mut calls = vec![(root, 0usize)];
+            order[root] = next;
+            low[root] = next;
+            next += 1;
+            stack.push(root);
+            on_stack[root] = true;
+            while let Some(&mut (node, ref mut child)) = calls.last_mut() {
+                if let Some(&to) = successors[node].get(*child) {
+                    *child += 1;
+                    if order[to] == usize::MAX {
+                        order[to] = next;
+                        low[to] = next;
+                        next += 1;
+                        stack.push(to);
+                        on_stack[to] = true;
+                        calls.push((to, 0));
+                    } else if on_stack[to] {
+                        low[node] = low[node].min(order[to]);
+                    }
+                    continue;
+                }
+                calls.pop();
+                if let Some(&(caller, _)) = calls.last() {
+                    low[caller] = low[caller].min(low[node]);
+                }
+                if low[node] == order[node] {
+                    let mut group = Vec::new();
+                    while let Some(member) = stack.pop() {
+                        on_stack[member] = false;
+                        group.push(member);
+                        if member == node {
+                            break;
+                        }
+                    }
+                    if group.len() > 1 || self_loop[node] {
+                        group.sort_unstable();
+                        groups.push(group);
+                    }
+                }
+            }
+        }
+        groups.sort();
+        groups
+            .into_iter()
+            .map(|group| {
+                group
+                    .into_iter()
+                    .map(|i| self.nodes[i].id.as_str())
+                    .collect()
+            })
+            .collect()
+    }
+
     fn structural_problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if !is_version(&self.ir_version) {
@@ -252,7 +346,7 @@ impl Workflow {
                 problems.push(format!("nodes[{i}].id '{}' is used twice", node.id));
             }
         }
-        let known = |id: &str| self.nodes.iter().any(|n| n.id == id);
+        let known = |id: &str| seen.contains(id);
         for (i, edge) in self.edges.iter().enumerate() {
             for (end, id) in [("from", &edge.from), ("to", &edge.to)] {
                 if !known(id) {
@@ -263,6 +357,34 @@ impl Workflow {
         if let Some(start) = &self.start_node {
             if !known(start) {
                 problems.push(format!("start_node names unknown node '{start}'"));
+            }
+        }
+        for cycle in self.cycles() {
+            problems.push(cycle_message(&cycle));
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let params = node
+                .params
+                .iter()
+                .map(|(key, value)| (value, format!("nodes[{i}].params.{key}")));
+            let batch_items = node
+                .batch
+                .iter()
+                .map(|batch| (&batch.items, format!("nodes[{i}].batch.items")));
+            for (value, path) in params.chain(batch_items) {
+                problems.extend(
+                    too_deeply_nested(value, &path)
+                        .into_iter()
+                        .map(|(path, depth)| nesting_message(&path, depth)),
+                );
+            }
+        }
+        for (name, output) in &self.outputs {
+            if let Some(source) = &output.source {
+                let depth = crate::template::nesting_depth(source);
+                if depth > MAX_NESTING {
+                    problems.push(nesting_message(&format!("outputs.{name}.source"), depth));
+                }
             }
         }
         for (name, input) in &self.inputs {
@@ -289,6 +411,19 @@ impl Workflow {
         }
         problems
     }
+}
+
+/// pflow's words for a cycle, shared with the validator.
+pub fn cycle_message(nodes: &[&str]) -> String {
+    format!(
+        "Data flow error: Circular dependency detected involving nodes: {}",
+        nodes.join(", ")
+    )
+}
+
+/// The error for a string whose templates nest too deeply, shared with the validator.
+pub fn nesting_message(path: &str, depth: usize) -> String {
+    format!("{path}: templates nested {depth} levels deep; the limit is {MAX_NESTING}")
 }
 
 fn shape_error(path: String, error: serde_json::Error) -> ParseError {

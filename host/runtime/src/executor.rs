@@ -10,16 +10,14 @@ use crate::registry::{CacheUse, McpToolType, Plugin, Registry, Resolved};
 use crate::sandbox::{Execution, Outcome, Sandbox};
 use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
 use pflow_ir::{
-    BatchConfig, BatchErrorHandling, HttpOverrides, InputSpec, SandboxOverrides, TemplateMode,
-    Workflow,
+    BatchConfig, BatchErrorHandling, HttpOverrides, InputSpec, Node, SandboxOverrides,
+    TemplateMode, Workflow,
 };
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// More node executions than this in one run means a loop in the edges that never ends.
-const MAX_STEPS: usize = 10_000;
 
 /// Why a workflow could not start.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -153,25 +151,25 @@ impl Executor<'_> {
             .http_policy
             .narrowed(http_overrides(workflow.sandbox.as_ref()));
 
+        // Lookups by id and by (node, action), built once: a run is linear in its nodes.
+        let nodes: HashMap<&str, &Node> =
+            workflow.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+        let mut edges: HashMap<(&str, &str), &str> = HashMap::new();
+        for edge in &workflow.edges {
+            // The first edge for an action wins, as `Workflow::successor` says.
+            edges
+                .entry((edge.from.as_str(), edge.action.as_str()))
+                .or_insert(edge.to.as_str());
+        }
+
         let mut reports = Vec::new();
         let mut failure = None;
         let mut status = Status::Succeeded;
         let mut current = Some(workflow.start());
+        // Cycles are refused when the workflow is read, so each node runs at most once.
         while let Some(node) = current {
             if self.sandbox.is_cancelled() {
                 status = Status::Cancelled;
-                break;
-            }
-            if reports.len() >= MAX_STEPS {
-                failure = Some(
-                    NodeFailure::new(
-                        "host",
-                        "loop_limit",
-                        format!("The run executed {MAX_STEPS} nodes; its edges loop without end."),
-                    )
-                    .at(&node.id, &node.type_name),
-                );
-                status = Status::Failed;
                 break;
             }
             on_event(Event::NodeStarted {
@@ -180,9 +178,10 @@ impl Executor<'_> {
             });
             let node_started = Instant::now();
             let Resolved { plugin, mcp_tool } = plugins[node.id.as_str()];
+            // Borrowed unless the MCP target has to be added: a large param is not copied.
             let params = match mcp_tool {
-                Some(tool) => with_mcp_target(&node.params, tool),
-                None => node.params.clone(),
+                Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
+                None => std::borrow::Cow::Borrowed(&node.params),
             };
             let exec = Execution {
                 node_id: &node.id,
@@ -224,9 +223,9 @@ impl Executor<'_> {
             on_event(Event::NodeFinished(&report));
             reports.push(report);
 
-            current = workflow
-                .successor(&node.id, &action)
-                .and_then(|id| workflow.node(id));
+            current = edges
+                .get(&(node.id.as_str(), action.as_str()))
+                .and_then(|id| nodes.get(id).copied());
             if current.is_none() && action == "error" {
                 // No edge handles the error: the run fails with it.
                 status = match &error {
@@ -300,7 +299,11 @@ impl Executor<'_> {
         if !uses_mcp {
             return None;
         }
-        match McpSessions::new(self.mcp_servers.servers.clone(), self.mcp_allowed.clone()) {
+        match McpSessions::new(
+            self.mcp_servers.servers.clone(),
+            self.mcp_allowed.clone(),
+            self.http_policy.clone(),
+        ) {
             Ok(sessions) => Some(Arc::new(sessions)),
             Err(e) => {
                 tracing::warn!("{e}");

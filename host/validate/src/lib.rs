@@ -11,7 +11,7 @@ pub use catalog::{NodeCatalog, Port};
 pub use planner::{extract_metadata, route, top_errors, Route, WorkflowMetadata, MAX_ATTEMPTS};
 
 use pflow_ir::Workflow;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -116,12 +116,34 @@ impl Report {
 /// Validates a workflow given as JSON text. Text that is not JSON is one structure error with
 /// the line and column.
 pub fn validate_text(
-    text: &str,
+    text: impl Into<String>,
     catalog: &dyn NodeCatalog,
     inputs: Option<&Map<String, Value>>,
 ) -> Report {
-    match serde_json::from_str::<Value>(text) {
-        Ok(doc) => validate(&doc, catalog, inputs),
+    // Owned, so that a large text can go as soon as it is parsed.
+    let text: String = text.into();
+    if let Some(duplicate) = pflow_ir::find_duplicate_key(&text) {
+        return Report::from_issues(vec![Issue::error(
+            IssueKind::Structure,
+            "(document)",
+            format!("Invalid JSON: {duplicate}"),
+            Some("Keep one of the two values".to_string()),
+        )]);
+    }
+    let parsed = serde_json::from_str::<Value>(&text);
+    drop(text);
+    match parsed {
+        Ok(doc) => {
+            if let Err(report) = sound_structure(&doc) {
+                return report;
+            }
+            // Consuming the document moves its strings into the workflow and frees it as it
+            // goes, so a large workflow is not held twice.
+            match serde_json::from_value::<Workflow>(doc) {
+                Ok(workflow) => check_semantics(&workflow, catalog, inputs),
+                Err(e) => not_a_workflow(e),
+            }
+        }
         Err(e) => Report::from_issues(vec![Issue::error(
             IssueKind::Structure,
             "(document)",
@@ -149,23 +171,43 @@ pub fn validate(
     catalog: &dyn NodeCatalog,
     inputs: Option<&Map<String, Value>>,
 ) -> Report {
+    match sound_workflow(doc) {
+        Ok(workflow) => check_semantics(&workflow, catalog, inputs),
+        Err(report) => report,
+    }
+}
+
+/// The workflow a structurally sound document describes, or the report of what is wrong.
+fn sound_workflow(doc: &Value) -> Result<Workflow, Report> {
+    sound_structure(doc)?;
+    Workflow::deserialize(doc).map_err(not_a_workflow)
+}
+
+fn sound_structure(doc: &Value) -> Result<(), Report> {
     let mut issues = Vec::new();
     structure::check(doc, &mut issues);
-    if !issues.is_empty() {
-        return Report::from_issues(issues);
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(Report::from_issues(issues))
     }
-    let workflow: Workflow = match serde_json::from_value(doc.clone()) {
-        Ok(workflow) => workflow,
-        Err(e) => {
-            issues.push(Issue::error(
-                IssueKind::Structure,
-                "(document)",
-                e.to_string(),
-                None,
-            ));
-            return Report::from_issues(issues);
-        }
-    };
-    semantics::check(&workflow, catalog, inputs, &mut issues);
+}
+
+fn not_a_workflow(error: serde_json::Error) -> Report {
+    Report::from_issues(vec![Issue::error(
+        IssueKind::Structure,
+        "(document)",
+        error.to_string(),
+        None,
+    )])
+}
+
+fn check_semantics(
+    workflow: &Workflow,
+    catalog: &dyn NodeCatalog,
+    inputs: Option<&Map<String, Value>>,
+) -> Report {
+    let mut issues = Vec::new();
+    semantics::check(workflow, catalog, inputs, &mut issues);
     Report::from_issues(issues)
 }

@@ -24,59 +24,123 @@ pub(crate) fn check(
     inputs(workflow, &used_inputs, given_inputs, issues);
 }
 
-/// The edges as a graph over node indexes, with what runs before what.
+/// Above this many nodes, "runs before" is judged by topological order rather than exact
+/// reachability, whose table grows with the square of the node count.
+const EXACT_REACHABILITY_NODES: usize = 4096;
+
+/// The edges as a graph over node indexes, with what runs before what. Everything here is
+/// linear in nodes and edges, but for the exact reachability table of small workflows.
 struct Graph {
     index: HashMap<String, usize>,
-    /// `reaches[a][b]`: an edge path leads from a to b.
-    reaches: Vec<Vec<bool>>,
     successors: Vec<Vec<usize>>,
+    /// Position in a topological order (nodes on a cycle last, in document order).
+    position: Vec<usize>,
+    /// `reaches[a]` as a bit set over nodes: an edge path leads from a to them.
+    reaches: Option<Vec<Vec<u64>>>,
+    /// Whether an edge path leads from the start node to each node.
+    reached_from_start: Vec<bool>,
     start: usize,
 }
 
 impl Graph {
     fn new(workflow: &Workflow) -> Self {
+        let count = workflow.nodes.len();
         let index: HashMap<String, usize> = workflow
             .nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.id.clone(), i))
             .collect();
-        let mut successors = vec![Vec::new(); workflow.nodes.len()];
+        let mut successors = vec![Vec::new(); count];
         for edge in &workflow.edges {
             if let (Some(&from), Some(&to)) = (index.get(&edge.from), index.get(&edge.to)) {
-                if !successors[from].contains(&to) {
-                    successors[from].push(to);
-                }
+                successors[from].push(to);
             }
         }
-        let reaches = (0..workflow.nodes.len())
-            .map(|from| {
-                let mut seen = vec![false; workflow.nodes.len()];
-                let mut stack = successors[from].clone();
-                while let Some(node) = stack.pop() {
-                    if !std::mem::replace(&mut seen[node], true) {
-                        stack.extend(&successors[node]);
+        for list in &mut successors {
+            list.sort_unstable();
+            list.dedup();
+        }
+        let order = topological_order(&successors);
+        let mut position = vec![0; count];
+        for (at, &node) in order.iter().enumerate() {
+            position[node] = at;
+        }
+        let reaches = (count <= EXACT_REACHABILITY_NODES).then(|| {
+            let words = count.div_ceil(64);
+            let mut reaches = vec![vec![0u64; words]; count];
+            // Successors first, so each node ORs finished sets (exact on the acyclic part;
+            // cycles are reported on their own).
+            for &node in order.iter().rev() {
+                let mut set = vec![0u64; words];
+                for &next in &successors[node] {
+                    set[next / 64] |= 1 << (next % 64);
+                    for (word, theirs) in set.iter_mut().zip(&reaches[next]) {
+                        *word |= theirs;
                     }
                 }
-                seen
-            })
-            .collect();
+                reaches[node] = set;
+            }
+            reaches
+        });
         let start = workflow
             .start_node
             .as_ref()
             .and_then(|id| index.get(id).copied())
             .unwrap_or(0);
+        let mut reached_from_start = vec![false; count];
+        let mut stack = vec![start];
+        while let Some(node) = stack.pop() {
+            for &next in &successors[node] {
+                if !std::mem::replace(&mut reached_from_start[next], true) {
+                    stack.push(next);
+                }
+            }
+        }
         Graph {
             index,
-            reaches,
             successors,
+            position,
+            reaches,
+            reached_from_start,
             start,
         }
     }
 
     fn runs_before(&self, earlier: usize, later: usize) -> bool {
-        self.reaches[earlier][later]
+        match &self.reaches {
+            Some(reaches) => reaches[earlier][later / 64] & (1 << (later % 64)) != 0,
+            None => self.position[earlier] < self.position[later],
+        }
     }
+}
+
+/// Kahn's algorithm; nodes on a cycle come last, in document order.
+fn topological_order(successors: &[Vec<usize>]) -> Vec<usize> {
+    let mut incoming = vec![0usize; successors.len()];
+    for list in successors {
+        for &next in list {
+            incoming[next] += 1;
+        }
+    }
+    let mut ready: Vec<usize> = (0..successors.len())
+        .rev()
+        .filter(|&n| incoming[n] == 0)
+        .collect();
+    let mut order = Vec::with_capacity(successors.len());
+    let mut placed = vec![false; successors.len()];
+    while let Some(node) = ready.pop() {
+        order.push(node);
+        placed[node] = true;
+        for &next in successors[node].iter().rev() {
+            incoming[next] -= 1;
+            if incoming[next] == 0 {
+                ready.push(next);
+            }
+        }
+    }
+    order.extend((0..successors.len()).filter(|&n| !placed[n]));
+    order
 }
 
 fn node_types_and_params(workflow: &Workflow, catalog: &dyn NodeCatalog, issues: &mut Vec<Issue>) {
@@ -458,26 +522,11 @@ fn collect_strings(value: &Value, path: String, out: &mut Vec<(String, String)>)
 
 fn data_flow(workflow: &Workflow, graph: &Graph, issues: &mut Vec<Issue>) {
     let nodes = &workflow.nodes;
-    // A node that reaches itself is on a cycle; nodes that reach each other share one.
-    let mut reported = vec![false; nodes.len()];
-    for i in 0..nodes.len() {
-        if reported[i] || !graph.reaches[i][i] {
-            continue;
-        }
-        let cycle: Vec<usize> = (0..nodes.len())
-            .filter(|&j| graph.reaches[i][j] && graph.reaches[j][i])
-            .collect();
-        for &j in &cycle {
-            reported[j] = true;
-        }
-        let names: Vec<&str> = cycle.iter().map(|&j| nodes[j].id.as_str()).collect();
+    for cycle in workflow.cycles() {
         issues.push(Issue::error(
             IssueKind::DataFlow,
             "edges",
-            format!(
-                "Data flow error: Circular dependency detected involving nodes: {}",
-                names.join(", ")
-            ),
+            pflow_ir::cycle_message(&cycle),
             Some(
                 "Workflows run as a directed acyclic graph; remove an edge of the cycle"
                     .to_string(),
@@ -485,7 +534,7 @@ fn data_flow(workflow: &Workflow, graph: &Graph, issues: &mut Vec<Issue>) {
         ));
     }
     for (i, node) in nodes.iter().enumerate() {
-        if i != graph.start && !graph.reaches[graph.start][i] {
+        if i != graph.start && !graph.reached_from_start[i] {
             let start = &nodes[graph.start].id;
             let hint = if graph.successors.iter().all(Vec::is_empty) {
                 "The workflow has no edges: connect the nodes in the order they run, e.g. {\"from\": \"a\", \"to\": \"b\"}".to_string()

@@ -52,6 +52,17 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
         return;
     };
     unknown_fields(top, TOP_LEVEL, "", issues);
+    for (path, depth) in pflow_ir::template::too_deeply_nested(doc, "") {
+        let path = path.trim_start_matches('.');
+        issues.push(structure(
+            path,
+            pflow_ir::nesting_message(path, depth),
+            Some(
+                "Templates nest as ${a[${b}]}; compute a deeply nested value in a node instead"
+                    .to_string(),
+            ),
+        ));
+    }
 
     match top.get("ir_version") {
         None => issues.push(missing("ir_version", "\"0.1.0\"")),
@@ -65,6 +76,7 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
     }
 
     let mut ids = Vec::new();
+    let mut seen = HashSet::new();
     match top.get("nodes") {
         None => issues.push(missing("nodes", "a list of {\"id\", \"type\", \"params\"}")),
         Some(Value::Array(nodes)) if nodes.is_empty() => issues.push(structure(
@@ -73,7 +85,6 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
             None,
         )),
         Some(Value::Array(nodes)) => {
-            let mut seen = HashSet::new();
             for (i, node) in nodes.iter().enumerate() {
                 if let Some(id) = check_node(node, &format!("nodes[{i}]"), issues) {
                     if !seen.insert(id.clone()) {
@@ -94,7 +105,7 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
         None => {}
         Some(Value::Array(edges)) => {
             for (i, edge) in edges.iter().enumerate() {
-                check_edge(edge, &format!("edges[{i}]"), &ids, issues);
+                check_edge(edge, &format!("edges[{i}]"), &ids, &seen, issues);
             }
         }
         Some(other) => issues.push(wrong_type("edges", "a list", other)),
@@ -102,7 +113,7 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
 
     match top.get("start_node") {
         None => {}
-        Some(Value::String(id)) if ids.contains(id) || ids.is_empty() => {}
+        Some(Value::String(id)) if seen.contains(id) || ids.is_empty() => {}
         Some(Value::String(id)) => issues.push(unknown_node("start_node", id, &ids)),
         Some(other) => issues.push(wrong_type("start_node", "a node id", other)),
     }
@@ -185,7 +196,13 @@ fn check_node(node: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<Strin
     }
 }
 
-fn check_edge(edge: &Value, path: &str, ids: &[String], issues: &mut Vec<Issue>) {
+fn check_edge(
+    edge: &Value,
+    path: &str,
+    ids: &[String],
+    known: &HashSet<String>,
+    issues: &mut Vec<Issue>,
+) {
     let Some(fields) = edge.as_object() else {
         issues.push(wrong_type(
             path,
@@ -218,7 +235,7 @@ fn check_edge(edge: &Value, path: &str, ids: &[String], issues: &mut Vec<Issue>)
         match fields.get(end) {
             None if fields.contains_key(&format!("{end}_node")) => {}
             None => issues.push(missing(&format!("{path}.{end}"), "a node id")),
-            Some(Value::String(id)) if ids.contains(id) || ids.is_empty() => {}
+            Some(Value::String(id)) if known.contains(id) || ids.is_empty() => {}
             Some(Value::String(id)) => issues.push(unknown_node(&format!("{path}.{end}"), id, ids)),
             Some(other) => issues.push(wrong_type(&format!("{path}.{end}"), "a node id", other)),
         }
