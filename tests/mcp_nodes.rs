@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::TestHome;
+use common::{alive, processes_marked, TestHome};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -54,27 +54,6 @@ fn everything_marked(marker: &str) -> Value {
         "args": [npm_server("server-everything"), "stdio"],
         "env": {"PFLOW_TEST_MARKER": marker}
     })
-}
-
-/// Processes whose environment holds PFLOW_TEST_MARKER=`marker`.
-fn processes_marked(marker: &str) -> Vec<String> {
-    let needle = format!("PFLOW_TEST_MARKER={marker}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-                .is_some_and(alive)
-        })
-        .filter(|e| {
-            std::fs::read(e.path().join("environ"))
-                .map(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
-                .unwrap_or(false)
-        })
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
 }
 
 fn misbehaving(pid_file: &std::path::Path) -> Value {
@@ -310,15 +289,6 @@ fn a_streamable_http_server_with_structured_results() {
 }
 
 /// Running or sleeping; a zombie (killed, not yet reaped by whoever adopted it) is dead.
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
-            !state.starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn a_crashing_and_a_hanging_server_are_node_errors_and_leave_no_process() {
     let home = TestHome::new();

@@ -10,8 +10,9 @@ use tiny_http::{Header, Response, Server};
 
 pub struct TestServer {
     server: Arc<Server>,
+    pub ip: String,
     pub port: u16,
-    log: Arc<Mutex<Vec<String>>>,
+    log: Arc<Mutex<Vec<Value>>>,
 }
 
 /// The JSON that `/json` serves.
@@ -25,7 +26,12 @@ pub fn user_document() -> Value {
 
 impl TestServer {
     pub fn start() -> Self {
-        let server = Arc::new(Server::http("127.0.0.1:0").expect("bind a loopback port"));
+        TestServer::start_on("127.0.0.1")
+    }
+
+    /// A server on another loopback address (127.0.0.2, ...): another origin on this machine.
+    pub fn start_on(ip: &str) -> Self {
+        let server = Arc::new(Server::http(format!("{ip}:0")).expect("bind a loopback port"));
         let port = server.server_addr().to_ip().expect("an IP address").port();
         let log = Arc::new(Mutex::new(Vec::new()));
         let (serving, logging) = (server.clone(), log.clone());
@@ -36,15 +42,34 @@ impl TestServer {
                 thread::spawn(move || handle(request, port, &logging));
             }
         });
-        TestServer { server, port, log }
+        TestServer {
+            server,
+            ip: ip.to_string(),
+            port,
+            log,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://{}:{}{path}", self.ip, self.port)
     }
 
     /// "METHOD /path" of every request, in order of arrival.
     pub fn requests(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}",
+                    r["method"].as_str().unwrap(),
+                    r["path"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    /// Every request as received: `{method, path, headers (names in lower case), body}`.
+    pub fn received(&self) -> Vec<Value> {
         self.log.lock().unwrap().clone()
     }
 }
@@ -55,11 +80,26 @@ impl Drop for TestServer {
     }
 }
 
-fn handle(mut request: tiny_http::Request, port: u16, log: &Mutex<Vec<String>>) {
+fn handle(mut request: tiny_http::Request, port: u16, log: &Mutex<Vec<Value>>) {
     let url = request.url().to_string();
     let method = request.method().to_string();
     let path = url.split('?').next().unwrap_or_default().to_string();
-    log.lock().unwrap().push(format!("{method} {path}"));
+    let query = url.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    let mut body = String::new();
+    let _ = request.as_reader().read_to_string(&mut body);
+    let headers: HashMap<String, String> = request
+        .headers()
+        .iter()
+        .map(|h| {
+            (
+                h.field.as_str().as_str().to_ascii_lowercase(),
+                h.value.to_string(),
+            )
+        })
+        .collect();
+    log.lock()
+        .unwrap()
+        .push(json!({"method": method, "path": path, "headers": headers, "body": body}));
     let json_header = Header::from_bytes("Content-Type", "application/json").unwrap();
     let json_response = |status: u16, body: Value| {
         Response::from_string(body.to_string())
@@ -80,23 +120,22 @@ fn handle(mut request: tiny_http::Request, port: u16, log: &Mutex<Vec<String>>) 
         "/redirect-elsewhere" => Response::from_string("").with_status_code(302).with_header(
             Header::from_bytes("Location", format!("http://localhost:{port}/json")).unwrap(),
         ),
-        "/echo" => {
-            let mut body = String::new();
-            let _ = request.as_reader().read_to_string(&mut body);
-            let headers: HashMap<String, String> = request
-                .headers()
-                .iter()
-                .map(|h| {
-                    (
-                        h.field.as_str().as_str().to_ascii_lowercase(),
-                        h.value.to_string(),
-                    )
-                })
-                .collect();
-            json_response(
-                200,
-                json!({"method": method, "url": url, "headers": headers, "body": body}),
-            )
+        "/echo" => json_response(
+            200,
+            json!({"method": method, "url": url, "headers": headers, "body": body}),
+        ),
+        // `/redirect-to?status=307&url=http://...`: a redirect anywhere, with any 3xx.
+        "/redirect-to" => {
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+            };
+            let status = param("status").and_then(|s| s.parse().ok()).unwrap_or(302);
+            let location = param("url").unwrap_or("/json");
+            Response::from_string("")
+                .with_status_code(status)
+                .with_header(Header::from_bytes("Location", location).unwrap())
         }
         _ => match path
             .strip_prefix("/status/")

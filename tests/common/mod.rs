@@ -145,3 +145,34 @@ impl Run {
             .unwrap_or_else(|| panic!("no node '{id}' in {}", self.stdout))
     }
 }
+
+/// Processes whose environment holds PFLOW_TEST_MARKER=`marker`.
+pub fn processes_marked(marker: &str) -> Vec<String> {
+    let needle = format!("PFLOW_TEST_MARKER={marker}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse::<i32>().ok())
+                .is_some_and(alive)
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .map(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Whether `pid` is a running (not zombie) process.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let state = stat.rsplit(')').next().unwrap_or_default().trim_start();
+            !state.starts_with('Z')
+        })
+        .unwrap_or(false)
+}

@@ -12,9 +12,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How long `sync` gives each server to start and list its tools.
-const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
-
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// Add (or replace) a server: `mcp add NAME -- COMMAND ARGS...` for stdio,
@@ -40,7 +37,12 @@ pub enum McpCommand {
     /// Remove a server and its recorded tools.
     Remove { name: String },
     /// Start each server (or NAME), list its tools and record them as node types.
-    Sync { name: Option<String> },
+    Sync {
+        name: Option<String>,
+        /// Seconds each server gets to start and list its tools before it is killed.
+        #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+        timeout: f64,
+    },
     /// The node types the recorded tools provide.
     Tools {
         name: Option<String>,
@@ -129,7 +131,9 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             println!("Removed MCP server '{name}'.");
             Ok(0)
         }
-        McpCommand::Sync { name } => {
+        McpCommand::Sync { name, timeout } => {
+            let timeout = Duration::try_from_secs_f64(timeout)
+                .map_err(|_| anyhow!("--timeout must be a positive number of seconds"))?;
             let file = load()?;
             let names: Vec<String> = match name {
                 Some(name) if file.servers.contains_key(&name) => vec![name],
@@ -150,7 +154,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 if cancel.load(std::sync::atomic::Ordering::Relaxed) {
                     break;
                 }
-                match sessions.list_tools(&name, Instant::now() + SYNC_TIMEOUT, &cancel) {
+                match sessions.list_tools(&name, Instant::now() + timeout, &cancel) {
                     Ok(list) => {
                         println!("{name}: {} tool(s)", list.len());
                         tools.servers.insert(name, list);

@@ -6,6 +6,10 @@
 //! it starts stays in that cgroup, whatever it does with sessions and groups, and
 //! `cgroup.kill` ends them all at once.
 //!
+//! A host killed outright (SIGKILL) cannot clean up: the command it was waiting on dies with it
+//! (parent-death signal), and whatever that command started is killed by the next host that
+//! confines a command, which sweeps the cgroups of hosts that are gone.
+//!
 //! Where cgroup v2 is not writable (no cgroup2 mount, or an unprivileged user without a
 //! delegated subtree), the process group is all there is; that is logged once, and
 //! [`Confinement::is_complete`] says so.
@@ -177,9 +181,48 @@ fn own_cgroup_dir() -> Option<&'static Path> {
         let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
         let relative = own.lines().find_map(|l| l.strip_prefix("0::"))?;
         let dir = mount.join(relative.trim().trim_start_matches('/'));
-        dir.is_dir().then_some(dir)
+        if !dir.is_dir() {
+            return None;
+        }
+        sweep_orphans(&dir);
+        Some(dir)
     })
     .as_deref()
+}
+
+/// Kills and removes the cgroups of hosts that died without cleaning up (SIGKILL runs no
+/// handler): `pflow-<pid>-<n>` whose host process is gone.
+fn sweep_orphans(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("pflow-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let dir = entry.path();
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+                kill_members(&dir);
+            }
+            for _ in 0..50 {
+                if std::fs::remove_dir(&dir).is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            tracing::info!("killed what a host that died left in {}", dir.display());
+        }
+    }
 }
 
 /// The mount point of the cgroup2 file system, from `/proc/self/mountinfo`.
