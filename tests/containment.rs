@@ -10,7 +10,7 @@ mod common;
 #[path = "common/http_server.rs"]
 mod http_server;
 
-use common::{alive, processes_marked, TestHome};
+use common::{processes_marked, TestHome};
 use http_server::TestServer;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
