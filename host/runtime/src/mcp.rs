@@ -340,6 +340,8 @@ impl McpSessions {
     /// The transport to `server`: a started process for stdio, a client for HTTP after the
     /// policy has seen the URL. Nothing is sent yet.
     fn connect(&self, name: &str, config: &ServerConfig) -> Result<Transport, NodeError> {
+        // Both transports start tasks or processes that need the MCP runtime around them.
+        let _runtime = self.runtime.enter();
         let unavailable =
             |message: String| NodeError::new(category::MCP_UNAVAILABLE, message, false);
         let expand = |text: &str| {
@@ -398,8 +400,6 @@ impl McpSessions {
         unsafe {
             command.pre_exec(confinement.child_setup());
         }
-        // tokio's process support needs its runtime around the spawn.
-        let _runtime = self.runtime.enter();
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::null())
             .spawn()
