@@ -19,7 +19,7 @@ fn list_shows_every_type_with_origin_and_capabilities() {
     assert_eq!(types, ["echo", "hostile", "http", "mcp", "shell"]);
     let shell = plugins.iter().find(|p| p["type"] == "shell").unwrap();
     assert_eq!(shell["origin"], "builtin");
-    assert_eq!(shell["capabilities"], json!(["log", "process"]));
+    assert_eq!(shell["capabilities"], json!(["process"]));
     assert_eq!(shell["denied_capabilities"], json!([]));
     let hostile = plugins.iter().find(|p| p["type"] == "hostile").unwrap();
     assert_eq!(hostile["origin"], "user");
@@ -50,7 +50,11 @@ fn describe_shows_params_and_outputs() {
         .stdout
         .contains("command (string, required): Command line, run with sh -c"));
     assert!(run.stdout.contains("exit_code (int, required)"));
-    assert!(run.stdout.contains("capabilities: log, process"));
+    assert!(
+        run.stdout.contains("capabilities: process"),
+        "{}",
+        run.stdout
+    );
 
     let run = home.run_args(&["registry", "describe", "shel"]);
     assert_eq!(run.code, 2);
