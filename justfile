@@ -53,4 +53,5 @@ bench: build test-peers
     cargo bench -p pflow-validate --bench validate_large
     cargo bench -p pflow-runtime --bench mcp_echo
     cargo bench -p pflow-runtime --bench runtime_validation_overhead
+    cargo bench -p pflow-runtime --bench dry_shell_overhead
     cargo bench -p pflow-host --bench run_example
