@@ -205,6 +205,28 @@ fn a_dry_command_cannot_signal_host_processes() {
 }
 
 #[test]
+fn a_dry_command_runs_with_no_capabilities_under_a_seccomp_filter() {
+    let home = TestHome::new();
+    let marker = marker("dry-seccomp");
+    // PTRACE_TRACEME succeeds for any process the filter does not cover; clone with a new
+    // namespace and unshare are refused too. The command fails unless all are refused.
+    let probe = "python3 -c \"import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n\
+        status = open('/proc/self/status').read()\n\
+        assert 'CapEff:\\t0000000000000000' in status, status\n\
+        assert 'NoNewPrivs:\\t1' in status, status\n\
+        assert 'Seccomp_filters:\\t2' in status, status\n\
+        assert libc.ptrace(0, 0, 0, 0) == -1 and ctypes.get_errno() == 1\n\
+        assert libc.unshare(0x10000000) == -1 and ctypes.get_errno() == 1\n\
+        assert libc.syscall(56, 0x10000000, 0, 0, 0, 0) == -1 and ctypes.get_errno() == 1\n\
+        assert os.fork() or os._exit(0) or True\"";
+    let mut workflow = shell(probe, &marker);
+    workflow["nodes"][0]["params"]["ignore_errors"] = json!(false);
+    let report = dry_run(&home, &workflow);
+    assert_eq!(report["route"], "default", "{report}");
+    assert_nothing_left(&marker);
+}
+
+#[test]
 fn a_late_writer_dies_with_its_dry_command() {
     let home = TestHome::new();
     let dir = target_dir(&home);

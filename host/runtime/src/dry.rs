@@ -129,17 +129,10 @@ impl Launcher {
             let Ok(cwd) = std::env::current_dir() else {
                 return false;
             };
-            let argv = vec!["true".to_string()];
-            let (argv, env, _overlay) = match launcher {
-                Launcher::Overlay => {
-                    let Ok(overlay) = Overlay::new() else {
-                        return false;
-                    };
-                    let (argv, env) = overlay.wrap(&argv, &cwd);
-                    (argv, env, Some(overlay))
-                }
-                _ => (read_only_root(&argv, &cwd), Vec::new(), None),
+            let Ok(scratch) = Scratch::new() else {
+                return false;
             };
+            let (argv, env) = scratch.wrap(launcher, &["true".to_string()], &cwd);
             let request = Request {
                 argv,
                 stdin: None,
@@ -193,61 +186,56 @@ pub(crate) fn run_command_dry(
             std::env::current_dir().map_err(|e| NotRun(format!("no current directory: {e}")))?
         }
     };
-    match Launcher::detect() {
-        Launcher::Overlay => {
-            let overlay = Overlay::new().map_err(|e| {
-                NotRun(format!(
-                    "cannot make a scratch directory for the dry run: {e}"
-                ))
-            })?;
-            let (argv, env) = overlay.wrap(&request.argv, &cwd);
-            let wrapped = Request {
-                argv,
-                env: request.env.iter().cloned().chain(env).collect(),
-                cwd: None,
-                ..request
-            };
-            let finished = run_command(wrapped, cancel);
-            if matches!(&finished, Ok(f) if f.exit_code == NO_OVERLAY) {
-                return Err(NotRun(
-                    "the throwaway view of the file system could not be made".to_string(),
-                ));
-            }
-            dry.record(node_id, overlay.changes());
-            Ok(finished)
-        }
-        Launcher::ReadOnlyRoot => {
-            let wrapped = Request {
-                argv: read_only_root(&request.argv, &cwd),
-                cwd: None,
-                ..request
-            };
-            dry.skip(
-                node_id,
-                "process",
-                "ran under bubblewrap with a read-only root and no network: writes fail, and the \
-                 files it would change are not known"
-                    .to_string(),
-            );
-            Ok(run_command(wrapped, cancel))
-        }
-        Launcher::Unavailable => Err(NotRun(
+    let launcher = Launcher::detect();
+    if launcher == Launcher::Unavailable {
+        return Err(NotRun(
             "no isolated, throwaway view of the file system can be made here (it needs \
              bubblewrap, and overlayfs in a mount namespace for a writable one), so the command \
              was not run"
                 .to_string(),
-        )),
+        ));
     }
+    let scratch = Scratch::new().map_err(|e| {
+        NotRun(format!(
+            "cannot make a scratch directory for the dry run: {e}"
+        ))
+    })?;
+    let (argv, env) = scratch.wrap(launcher, &request.argv, &cwd);
+    let wrapped = Request {
+        argv,
+        env: request.env.iter().cloned().chain(env).collect(),
+        cwd: None,
+        ..request
+    };
+    let finished = run_command(wrapped, cancel);
+    if matches!(&finished, Ok(f) if f.exit_code == NO_OVERLAY) {
+        return Err(NotRun(
+            "the throwaway view of the file system could not be made".to_string(),
+        ));
+    }
+    if launcher == Launcher::Overlay {
+        dry.record(node_id, scratch.changes());
+    } else {
+        dry.skip(
+            node_id,
+            "process",
+            "ran under bubblewrap with a read-only root and no network: writes fail, and the \
+             files it would change are not known"
+                .to_string(),
+        );
+    }
+    Ok(finished)
 }
 
-/// A scratch directory holding the overlay's upper and work layers and its mount point.
-pub(crate) struct Overlay {
-    scratch: PathBuf,
+/// A dry command's scratch directory: the overlay's upper and work layers and its mount point,
+/// and the seccomp filters bubblewrap reads.
+pub(crate) struct Scratch {
+    dir: PathBuf,
 }
 
-impl Overlay {
+impl Scratch {
     pub fn new() -> std::io::Result<Self> {
-        let scratch = std::env::temp_dir().join(format!(
+        let dir = std::env::temp_dir().join(format!(
             "pflow-dry-{}-{}",
             std::process::id(),
             std::time::SystemTime::now()
@@ -255,54 +243,81 @@ impl Overlay {
                 .map(|d| d.as_nanos())
                 .unwrap_or_default()
         ));
-        for dir in ["upper", "work", "merged"] {
-            std::fs::create_dir_all(scratch.join(dir))?;
+        for layer in ["upper", "work", "merged"] {
+            std::fs::create_dir_all(dir.join(layer))?;
         }
-        Ok(Overlay { scratch })
+        let scratch = Scratch { dir };
+        if let Some([refused, no_clone3]) = crate::seccomp::filters() {
+            std::fs::write(scratch.dir.join("seccomp-refused.bpf"), refused)?;
+            std::fs::write(scratch.dir.join("seccomp-clone3.bpf"), no_clone3)?;
+        }
+        Ok(scratch)
     }
 
-    /// `argv` run in `cwd` with the overlay as `/`, isolated as [`ISOLATION`] says. The
-    /// overlay is mounted in a mount namespace of its own first, which only root (or a user
-    /// namespace) can do.
-    pub fn wrap(&self, argv: &[String], cwd: &Path) -> (Vec<String>, Vec<(String, String)>) {
-        let bwrap: Vec<&str> = ["bwrap"]
+    /// `argv` run in `cwd` under `launcher`, isolated as [`ISOLATION`] says, through a shell
+    /// that opens the seccomp filters for bubblewrap and, for the overlay, mounts it in a mount
+    /// namespace of its own first (which only root, or a user namespace, can do).
+    pub fn wrap(
+        &self,
+        launcher: Launcher,
+        argv: &[String],
+        cwd: &Path,
+    ) -> (Vec<String>, Vec<(String, String)>) {
+        let seccomp = crate::seccomp::filters().is_some();
+        let root: &[&str] = match launcher {
+            Launcher::Overlay => &["--bind", "\"$PFLOW_S/merged\"", "/"],
+            _ => &["--ro-bind", "/", "/"],
+        };
+        let filters: &[&str] = if seccomp {
+            &["--add-seccomp-fd", "8", "--add-seccomp-fd", "9"]
+        } else {
+            &[]
+        };
+        let bwrap: Vec<&str> = ["exec", "bwrap"]
             .iter()
             .chain(ISOLATION)
-            .chain(&["--bind", "\"$PFLOW_M\"", "/"])
+            .chain(filters)
+            .chain(root)
             .chain(PRIVATE_MOUNTS)
             .chain(&["--chdir", "\"$PFLOW_CWD\"", "--", "\"$@\""])
             .copied()
             .collect();
-        let script = format!(
-            "mount -t overlay overlay -o lowerdir=/,upperdir=\"$PFLOW_U\",workdir=\"$PFLOW_W\" \"$PFLOW_M\" \
-             || exit {NO_OVERLAY}; exec {}",
-            bwrap.join(" ")
-        );
-        let mut wrapped: Vec<String> = ["unshare", "--mount", "--propagation", "private"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        // SAFETY: geteuid(2) cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            // A user namespace in which the user is root may mount the overlay.
-            wrapped.extend(["--user", "--map-root-user"].map(String::from));
+        let mut script = bwrap.join(" ");
+        if seccomp {
+            script
+                .push_str(" 8<\"$PFLOW_S/seccomp-refused.bpf\" 9<\"$PFLOW_S/seccomp-clone3.bpf\"");
         }
-        wrapped.extend(["--", "sh", "-c"].map(String::from));
+        let mut wrapped: Vec<String> = Vec::new();
+        if launcher == Launcher::Overlay {
+            script = format!(
+                "mount -t overlay overlay -o lowerdir=/,upperdir=\"$PFLOW_S/upper\",workdir=\"$PFLOW_S/work\" \"$PFLOW_S/merged\" \
+                 || exit {NO_OVERLAY}; {script}"
+            );
+            wrapped.extend(["unshare", "--mount", "--propagation", "private"].map(String::from));
+            // SAFETY: geteuid(2) cannot fail.
+            if unsafe { libc::geteuid() } != 0 {
+                // A user namespace in which the user is root may mount the overlay.
+                wrapped.extend(["--user", "--map-root-user"].map(String::from));
+            }
+            wrapped.push("--".to_string());
+        }
+        wrapped.extend(["sh", "-c"].map(String::from));
         wrapped.push(script);
         wrapped.push("sh".to_string());
         wrapped.extend(argv.iter().cloned());
-        let path = |dir: &str| self.scratch.join(dir).to_string_lossy().into_owned();
         let env = vec![
-            ("PFLOW_U".to_string(), path("upper")),
-            ("PFLOW_W".to_string(), path("work")),
-            ("PFLOW_M".to_string(), path("merged")),
+            (
+                "PFLOW_S".to_string(),
+                self.dir.to_string_lossy().into_owned(),
+            ),
             ("PFLOW_CWD".to_string(), cwd.to_string_lossy().into_owned()),
         ];
         (wrapped, env)
     }
+
     /// The files the command would have created, changed or deleted, from the upper layer.
     pub fn changes(&self) -> Vec<(Change, PathBuf)> {
-        let upper = self.scratch.join("upper");
+        let upper = self.dir.join("upper");
         let mut changes = Vec::new();
         let mut stack = vec![upper.clone()];
         while let Some(dir) = stack.pop() {
@@ -332,9 +347,9 @@ impl Overlay {
     }
 }
 
-impl Drop for Overlay {
+impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.scratch);
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -342,22 +357,4 @@ fn bubblewrap_available() -> bool {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("bwrap").is_file()))
         .unwrap_or(false)
-}
-
-/// `argv` under bubblewrap with a read-only `/` (so /tmp too, which keeps a working directory
-/// there visible), isolated as [`ISOLATION`] says.
-fn read_only_root(argv: &[String], cwd: &Path) -> Vec<String> {
-    ["bwrap"]
-        .iter()
-        .chain(ISOLATION)
-        .chain(&["--ro-bind", "/", "/"])
-        .chain(PRIVATE_MOUNTS)
-        .map(|s| s.to_string())
-        .chain([
-            "--chdir".to_string(),
-            cwd.to_string_lossy().into_owned(),
-            "--".to_string(),
-        ])
-        .chain(argv.iter().cloned())
-        .collect()
 }

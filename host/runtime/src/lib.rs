@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod registry;
 pub mod runtime_validation;
 pub mod sandbox;
+mod seccomp;
 
 pub use error::NodeFailure;
 pub use executor::{Event, Executor, NodeReport, RunReport, StartError, Status};
