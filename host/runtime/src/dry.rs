@@ -256,7 +256,7 @@ impl Scratch {
 
     /// `argv` run in `cwd` under `launcher`, isolated as [`ISOLATION`] says, through a shell
     /// that opens the seccomp filters for bubblewrap and, for the overlay, mounts it in a mount
-    /// namespace of its own first (which only root, or a user namespace, can do).
+    /// namespace of its own first.
     pub fn wrap(
         &self,
         launcher: Launcher,
@@ -293,13 +293,11 @@ impl Scratch {
                 "mount -t overlay overlay -o lowerdir=/,upperdir=\"$PFLOW_S/upper\",workdir=\"$PFLOW_S/work\" \"$PFLOW_S/merged\" \
                  || exit {NO_OVERLAY}; {script}"
             );
-            wrapped.extend(["unshare", "--mount", "--propagation", "private"].map(String::from));
-            // SAFETY: geteuid(2) cannot fail.
-            if unsafe { libc::geteuid() } != 0 {
-                // A user namespace in which the user is root may mount the overlay.
-                wrapped.extend(["--user", "--map-root-user"].map(String::from));
-            }
-            wrapped.push("--".to_string());
+            // Only root can mount the overlay; for anyone else the probe fails and dry commands
+            // get the read-only root (an overlay of `/` in a user namespace does not mount on
+            // this machine kind).
+            wrapped
+                .extend(["unshare", "--mount", "--propagation", "private", "--"].map(String::from));
         }
         wrapped.extend(["sh", "-c"].map(String::from));
         wrapped.push(script);
