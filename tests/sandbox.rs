@@ -104,6 +104,9 @@ fn a_panic_traps_with_the_plugins_message() {
 fn oversized_output_hits_the_output_cap() {
     let error = attack(&TestHome::new(), "huge_output", tight());
     assert_eq!(error["category"], "output_limit");
+    // The report names the node, as for every other failure.
+    assert_eq!(error["node_id"], "attack");
+    assert_eq!(error["node_type"], "hostile");
     assert!(
         error["message"]
             .as_str()
@@ -117,6 +120,7 @@ fn oversized_output_hits_the_output_cap() {
 fn malformed_output_is_bad_output() {
     let error = attack(&TestHome::new(), "bad_json", tight());
     assert_eq!(error["category"], "bad_output");
+    assert_eq!(error["node_id"], "attack");
     assert_eq!(error["sample"], "{not json");
 }
 
