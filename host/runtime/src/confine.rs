@@ -14,11 +14,14 @@
 //! delegated subtree), the process group is all there is; that is logged once, and
 //! [`Confinement::is_complete`] says so.
 
+use crate::spawn::{spawn_into_cgroup, Spec, Started};
 use std::collections::HashSet;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -33,7 +36,10 @@ pub struct Confinement {
 
 struct Cgroup {
     dir: PathBuf,
-    /// `cgroup.procs`, opened before the fork: the child only has to write to it.
+    /// The directory itself, for `clone3(CLONE_INTO_CGROUP)`.
+    handle: File,
+    /// `cgroup.procs`, opened before the fork: a child started without `clone3` only has to
+    /// write to it.
     procs: File,
 }
 
@@ -48,13 +54,16 @@ impl Confinement {
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));
             std::fs::create_dir(&dir).ok()?;
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .open(dir.join("cgroup.procs"))
-            {
-                Ok(procs) => {
+            let opened = File::open(&dir).and_then(|handle| {
+                let procs = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("cgroup.procs"))?;
+                Ok((handle, procs))
+            });
+            match opened {
+                Ok((handle, procs)) => {
                     live_cgroups().insert(dir.clone());
-                    Some(Cgroup { dir, procs })
+                    Some(Cgroup { dir, handle, procs })
                 }
                 Err(_) => {
                     let _ = std::fs::remove_dir(&dir);
@@ -79,8 +88,55 @@ impl Confinement {
         self.cgroup.is_some()
     }
 
-    /// What the child runs between `fork` and `exec`: it joins the cgroup, so that nothing it
-    /// starts can escape. Only async-signal-safe calls happen in there.
+    /// Starts a command in this confinement: created inside the cgroup where the kernel
+    /// allows (`clone3`), else started by std and moved into it before it execs.
+    pub fn spawn(&self, spec: &Spec<'_>) -> io::Result<Started> {
+        if let Some(cgroup) = &self.cgroup {
+            match spawn_into_cgroup(spec, cgroup.handle.as_raw_fd()) {
+                Ok(started) => return Ok(started),
+                Err(Some(error)) => return Err(error),
+                Err(None) => {} // clone3 refused: std's spawn below.
+            }
+        }
+        let mut join_cgroup = self.child_setup();
+        let die_with_parent = spec.die_with_parent;
+        let mut command = std::process::Command::new(&spec.argv[0]);
+        command
+            .args(&spec.argv[1..])
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(if spec.piped_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(cwd) = spec.cwd {
+            command.current_dir(cwd);
+        }
+        // SAFETY: the hook only makes async-signal-safe calls (write(2), prctl(2)).
+        unsafe {
+            command.pre_exec(move || {
+                join_cgroup()?;
+                if die_with_parent {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
+        let pipe = |fd: Option<OwnedFd>| fd.map(File::from);
+        Ok(Started {
+            pid: child.id() as libc::pid_t,
+            stdin: pipe(child.stdin.take().map(OwnedFd::from)),
+            stdout: pipe(child.stdout.take().map(OwnedFd::from)).expect("stdout was piped"),
+            stderr: pipe(child.stderr.take().map(OwnedFd::from)).expect("stderr was piped"),
+        })
+    }
+
+    /// What a child started by std runs between `fork` and `exec`: it joins the cgroup, so
+    /// that nothing it starts can escape. Only async-signal-safe calls happen in there.
     pub fn child_setup(&self) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
         let procs = self.cgroup.as_ref().map(|c| c.procs.as_raw_fd());
         move || {

@@ -19,6 +19,7 @@ pub mod registry;
 pub mod runtime_validation;
 pub mod sandbox;
 mod seccomp;
+mod spawn;
 
 pub use error::NodeFailure;
 pub use executor::{Event, Executor, NodeReport, RunReport, StartError, Status};

@@ -6,9 +6,10 @@
 use crate::bindings::pflow::node::types::NodeError;
 use crate::confine::Confinement;
 use crate::error::category;
+use crate::spawn::Spec;
 use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
@@ -108,54 +109,32 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
     };
 
     let confinement = Confinement::new();
-    let mut join_cgroup = confinement.child_setup();
-    let mut command = Command::new(&program);
-    command
-        .args(&request.argv[1..])
-        .envs(request.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if request.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own group, so that the terminal's Ctrl-C reaches the host, which then ends the
-        // command itself.
-        .process_group(0);
-    // SAFETY: the hook only makes async-signal-safe calls (write(2), prctl(2)).
-    unsafe {
-        command.pre_exec(move || {
-            join_cgroup()?;
-            // Should the host be killed outright, the command goes with it. The thread that
-            // spawns it waits for it, so "the parent thread exited" means the host is gone.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    if let Some(cwd) = &request.cwd {
-        command.current_dir(cwd);
-    }
-    let mut child = command.spawn().map_err(|error| CommandFailure::Spawn {
-        program: program.clone(),
-        error,
-    })?;
-    let leader = child.id() as libc::pid_t;
+    let spec = Spec {
+        argv: &request.argv,
+        env: &request.env,
+        cwd: request.cwd.as_deref(),
+        piped_stdin: request.stdin.is_some(),
+        // Should the host be killed outright, the command goes with it. The thread that
+        // spawns it waits for it, so "the parent thread exited" means the host is gone.
+        die_with_parent: true,
+    };
+    let mut child = confinement
+        .spawn(&spec)
+        .map_err(|error| CommandFailure::Spawn {
+            program: program.clone(),
+            error,
+        })?;
+    let leader = child.pid;
 
-    if let Some(bytes) = request.stdin {
-        let mut pipe = child.stdin.take().expect("stdin was piped");
+    if let (Some(bytes), Some(mut pipe)) = (request.stdin, child.stdin.take()) {
         // A command that does not read its input closes the pipe early; that is not an error.
         // Not joined: a writer blocked on a pipe that an escaped process holds must not hold
         // up the node; it ends when the pipe closes.
         thread::spawn(move || drop(pipe.write_all(&bytes)));
     }
-    let output = Capture::start(
-        child.stdout.take(),
-        child.stderr.take(),
-        request.capture_bytes,
-    );
+    let output = Capture::start(child.stdout, child.stderr, request.capture_bytes);
 
-    let waited = wait(child, deadline, cancel);
+    let waited = wait(leader, deadline, cancel);
     // Whatever the command left running goes with it, wherever it moved itself.
     confinement.kill(leader);
     let output = output.finish(Instant::now() + DRAIN_AFTER_EXIT);
@@ -187,11 +166,20 @@ enum Waited {
 
 /// Waits on another thread, so that the exit is seen the moment it happens, while this one
 /// watches the deadline and Ctrl-C.
-fn wait(mut child: Child, deadline: Instant, cancel: &AtomicBool) -> Waited {
-    let group = child.id() as libc::pid_t;
+fn wait(pid: libc::pid_t, deadline: Instant, cancel: &AtomicBool) -> Waited {
     let (sender, receiver) = mpsc::channel();
     let waiter = thread::spawn(move || {
-        let _ = sender.send(child.wait());
+        let mut status = 0;
+        // SAFETY: waitpid(2) on our own child, which nothing else reaps.
+        let reaped = loop {
+            let result = unsafe { libc::waitpid(pid, &mut status, 0) };
+            if result >= 0
+                || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                break result;
+            }
+        };
+        let _ = sender.send((reaped == pid).then_some(ExitStatus::from_raw(status)));
     });
     let outcome = loop {
         if cancel.load(Ordering::Relaxed) {
@@ -202,19 +190,18 @@ fn wait(mut child: Child, deadline: Instant, cancel: &AtomicBool) -> Waited {
             break Waited::TimedOut;
         }
         match receiver.recv_timeout((deadline - now).min(CANCEL_POLL)) {
-            Ok(Ok(status)) => break Waited::Exited(status),
-            // wait() itself failing leaves nothing to wait for; report it as a kill.
-            Ok(Err(_)) => break Waited::Exited(ExitStatus::from_raw(libc::SIGKILL)),
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Ok(Some(status)) => break Waited::Exited(status),
+            // waitpid itself failing leaves nothing to wait for; report it as a kill.
+            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break Waited::Exited(ExitStatus::from_raw(libc::SIGKILL))
             }
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
         }
     };
     if !matches!(outcome, Waited::Exited(_)) {
-        // SAFETY: kill(2) on the command's own process group, so that wait() returns.
+        // SAFETY: kill(2) on the command's own process group, so that waitpid returns.
         unsafe {
-            libc::kill(-group, libc::SIGKILL);
+            libc::kill(-pid, libc::SIGKILL);
         }
     }
     let _ = waiter.join();
@@ -234,7 +221,6 @@ fn exit_code(status: ExitStatus) -> i32 {
 struct Capture {
     shared: Arc<Mutex<Captured>>,
     done: mpsc::Receiver<()>,
-    streams: usize,
 }
 
 #[derive(Default)]
@@ -248,8 +234,8 @@ struct Captured {
 
 impl Capture {
     fn start(
-        stdout: Option<impl Read + Send + 'static>,
-        stderr: Option<impl Read + Send + 'static>,
+        stdout: impl Read + Send + 'static,
+        stderr: impl Read + Send + 'static,
         cap: u64,
     ) -> Capture {
         let shared = Arc::new(Mutex::new(Captured {
@@ -257,26 +243,15 @@ impl Capture {
             ..Captured::default()
         }));
         let (sender, done) = mpsc::channel();
-        let mut streams = 0;
-        if let Some(stream) = stdout {
-            streams += 1;
-            read_into(stream, shared.clone(), sender.clone(), true);
-        }
-        if let Some(stream) = stderr {
-            streams += 1;
-            read_into(stream, shared.clone(), sender, false);
-        }
-        Capture {
-            shared,
-            done,
-            streams,
-        }
+        read_into(stdout, shared.clone(), sender.clone(), true);
+        read_into(stderr, shared.clone(), sender, false);
+        Capture { shared, done }
     }
 
     /// What was read by the time both streams ended, or by `until` if a process that escaped
     /// the kill still holds one open.
     fn finish(self, until: Instant) -> Captured {
-        for _ in 0..self.streams {
+        for _ in 0..2 {
             let left = until.saturating_duration_since(Instant::now());
             if self.done.recv_timeout(left).is_err() {
                 break;
