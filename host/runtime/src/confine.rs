@@ -100,6 +100,7 @@ impl Confinement {
         }
         let mut join_cgroup = self.child_setup();
         let die_with_parent = spec.die_with_parent;
+        let prelude = spec.raw_prelude()?;
         let mut command = std::process::Command::new(&spec.argv[0]);
         command
             .args(&spec.argv[1..])
@@ -122,7 +123,10 @@ impl Confinement {
                 if die_with_parent {
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 }
-                Ok(())
+                match &prelude {
+                    Some(prelude) => prelude.apply(),
+                    None => Ok(()),
+                }
             });
         }
         let mut child = command.spawn()?;

@@ -11,6 +11,7 @@
 //! read-only are not sent; the node is then `unverified`.
 
 use crate::capabilities::{run_command, CommandFailure, Finished, Request};
+use crate::spawn::Prelude;
 use serde::Serialize;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -82,9 +83,6 @@ impl DryRun {
     }
 }
 
-/// Exit status of the wrapper when the throwaway view cannot be made (before the command runs).
-const NO_OVERLAY: i32 = 197;
-
 /// What every dry command runs under, whichever root it gets: new user (with no further user
 /// namespaces), PID, IPC, UTS, network and cgroup namespaces, a new session, no capabilities
 /// and `no_new_privs` (bubblewrap always sets it). When the command's main process ends, its
@@ -132,15 +130,18 @@ impl Launcher {
             let Ok(scratch) = Scratch::new() else {
                 return false;
             };
-            let (argv, env) = scratch.wrap(launcher, &["true".to_string()], &cwd);
+            let Ok((argv, prelude)) = scratch.launch(launcher, &["true".to_string()], &cwd) else {
+                return false;
+            };
             let request = Request {
                 argv,
                 stdin: None,
                 cwd: None,
-                env,
+                env: Vec::new(),
                 timeout: None,
                 deadline: Instant::now() + PROBE_TIME,
                 capture_bytes: 64 * 1024,
+                prelude: Some(prelude),
             };
             let works = matches!(
                 run_command(request, &AtomicBool::new(false)),
@@ -200,19 +201,23 @@ pub(crate) fn run_command_dry(
             "cannot make a scratch directory for the dry run: {e}"
         ))
     })?;
-    let (argv, env) = scratch.wrap(launcher, &request.argv, &cwd);
+    let (argv, prelude) = scratch
+        .launch(launcher, &request.argv, &cwd)
+        .map_err(|e| NotRun(format!("cannot prepare the dry run's sandbox: {e}")))?;
     let wrapped = Request {
         argv,
-        env: request.env.iter().cloned().chain(env).collect(),
         cwd: None,
+        prelude: Some(prelude),
         ..request
     };
-    let finished = run_command(wrapped, cancel);
-    if matches!(&finished, Ok(f) if f.exit_code == NO_OVERLAY) {
-        return Err(NotRun(
-            "the throwaway view of the file system could not be made".to_string(),
-        ));
-    }
+    let finished = match run_command(wrapped, cancel) {
+        Err(CommandFailure::Spawn { error, .. }) => {
+            return Err(NotRun(format!(
+                "the dry run's sandbox could not be started: {error}"
+            )))
+        }
+        finished => finished,
+    };
     if launcher == Launcher::Overlay {
         dry.record(node_id, scratch.changes());
     } else {
@@ -246,71 +251,58 @@ impl Scratch {
         for layer in ["upper", "work", "merged"] {
             std::fs::create_dir_all(dir.join(layer))?;
         }
-        let scratch = Scratch { dir };
-        if let Some([refused, no_clone3]) = crate::seccomp::filters() {
-            std::fs::write(scratch.dir.join("seccomp-refused.bpf"), refused)?;
-            std::fs::write(scratch.dir.join("seccomp-clone3.bpf"), no_clone3)?;
-        }
-        Ok(scratch)
+        Ok(Scratch { dir })
     }
 
-    /// `argv` run in `cwd` under `launcher`, isolated as [`ISOLATION`] says, through a shell
-    /// that opens the seccomp filters for bubblewrap and, for the overlay, mounts it in a mount
-    /// namespace of its own first.
-    pub fn wrap(
+    /// bubblewrap's command line for `argv` in `cwd` under `launcher`, isolated as
+    /// [`ISOLATION`] says, and what its process sets up before it execs bubblewrap: for the
+    /// overlay, a mount namespace of its own with the overlay mounted (only root can); the
+    /// seccomp filters as descriptors 8 and 9.
+    pub fn launch(
         &self,
         launcher: Launcher,
         argv: &[String],
         cwd: &Path,
-    ) -> (Vec<String>, Vec<(String, String)>) {
-        let seccomp = crate::seccomp::filters().is_some();
-        let root: &[&str] = match launcher {
-            Launcher::Overlay => &["--bind", "\"$PFLOW_S/merged\"", "/"],
-            _ => &["--ro-bind", "/", "/"],
+    ) -> std::io::Result<(Vec<String>, Prelude)> {
+        let merged = self.dir.join("merged").to_string_lossy().into_owned();
+        let root = match launcher {
+            Launcher::Overlay => ["--bind", merged.as_str(), "/"],
+            _ => ["--ro-bind", "/", "/"],
         };
-        let filters: &[&str] = if seccomp {
-            &["--add-seccomp-fd", "8", "--add-seccomp-fd", "9"]
-        } else {
-            &[]
-        };
-        let bwrap: Vec<&str> = ["exec", "bwrap"]
+        let mut prelude = Prelude::default();
+        let mut filters: Vec<&str> = Vec::new();
+        if let Some([refused, no_clone3]) = crate::seccomp::filters() {
+            for (fd, name, program) in [
+                (8, "seccomp-refused.bpf", refused),
+                (9, "seccomp-clone3.bpf", no_clone3),
+            ] {
+                let path = self.dir.join(name);
+                std::fs::write(&path, program)?;
+                prelude.fds.push((std::fs::File::open(path)?, fd));
+            }
+            filters = vec!["--add-seccomp-fd", "8", "--add-seccomp-fd", "9"];
+        }
+        if launcher == Launcher::Overlay {
+            let layer = |name: &str| self.dir.join(name).to_string_lossy().into_owned();
+            let options = format!(
+                "lowerdir=/,upperdir={},workdir={}",
+                layer("upper"),
+                layer("work")
+            );
+            prelude.overlay = Some((cstring(&merged)?, cstring(&options)?));
+        }
+        let cwd = cwd.to_string_lossy();
+        let command = ["bwrap"]
             .iter()
             .chain(ISOLATION)
-            .chain(filters)
-            .chain(root)
+            .chain(&filters)
+            .chain(&root)
             .chain(PRIVATE_MOUNTS)
-            .chain(&["--chdir", "\"$PFLOW_CWD\"", "--", "\"$@\""])
-            .copied()
+            .chain(&["--chdir", &*cwd, "--"])
+            .map(|s| s.to_string())
+            .chain(argv.iter().cloned())
             .collect();
-        let mut script = bwrap.join(" ");
-        if seccomp {
-            script
-                .push_str(" 8<\"$PFLOW_S/seccomp-refused.bpf\" 9<\"$PFLOW_S/seccomp-clone3.bpf\"");
-        }
-        let mut wrapped: Vec<String> = Vec::new();
-        if launcher == Launcher::Overlay {
-            script = format!(
-                "mount -t overlay overlay -o lowerdir=/,upperdir=\"$PFLOW_S/upper\",workdir=\"$PFLOW_S/work\" \"$PFLOW_S/merged\" \
-                 || exit {NO_OVERLAY}; {script}"
-            );
-            // Only root can mount the overlay; for anyone else the probe fails and dry commands
-            // get the read-only root (an overlay of `/` in a user namespace does not mount on
-            // this machine kind).
-            wrapped
-                .extend(["unshare", "--mount", "--propagation", "private", "--"].map(String::from));
-        }
-        wrapped.extend(["sh", "-c"].map(String::from));
-        wrapped.push(script);
-        wrapped.push("sh".to_string());
-        wrapped.extend(argv.iter().cloned());
-        let env = vec![
-            (
-                "PFLOW_S".to_string(),
-                self.dir.to_string_lossy().into_owned(),
-            ),
-            ("PFLOW_CWD".to_string(), cwd.to_string_lossy().into_owned()),
-        ];
-        (wrapped, env)
+        Ok((command, prelude))
     }
 
     /// The files the command would have created, changed or deleted, from the upper layer.
@@ -355,4 +347,8 @@ fn bubblewrap_available() -> bool {
     std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join("bwrap").is_file()))
         .unwrap_or(false)
+}
+
+fn cstring(text: &str) -> std::io::Result<std::ffi::CString> {
+    std::ffi::CString::new(text).map_err(std::io::Error::from)
 }

@@ -16,6 +16,87 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+/// What the child sets up before it execs, for a dry command's launcher: a mount namespace of
+/// its own with the overlay mounted (no `unshare`, shell and `mount` processes to start), and
+/// descriptors handed over at fixed numbers.
+#[derive(Default)]
+pub struct Prelude {
+    /// `(mount point, options)` of an overlayfs to mount in a new, private mount namespace.
+    pub overlay: Option<(CString, CString)>,
+    /// Files to pass as descriptors with these numbers (above 2).
+    pub fds: Vec<(File, RawFd)>,
+}
+
+impl Prelude {
+    /// The raw form the child uses, with every source descriptor moved above the targets so
+    /// that no `dup2` overwrites a source still to be used.
+    fn raw(&self) -> io::Result<RawPrelude> {
+        let above = self.fds.iter().map(|(_, to)| *to).max().unwrap_or(2) + 1;
+        let fds = self
+            .fds
+            .iter()
+            .map(|(file, to)| {
+                // SAFETY: fcntl(2) duplicating a descriptor we own; the copy is closed on exec.
+                let from = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_DUPFD_CLOEXEC, above) };
+                if from < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: `from` was just created and is owned by nothing else.
+                Ok((unsafe { OwnedFd::from_raw_fd(from) }, *to))
+            })
+            .collect::<io::Result<_>>()?;
+        Ok(RawPrelude {
+            overlay: self.overlay.clone(),
+            fds,
+        })
+    }
+}
+
+/// A prelude ready for the child: its own descriptors, owned until the child has started.
+pub struct RawPrelude {
+    overlay: Option<(CString, CString)>,
+    fds: Vec<(OwnedFd, RawFd)>,
+}
+
+impl RawPrelude {
+    /// Runs in the child between fork and exec; async-signal-safe calls only.
+    ///
+    /// # Safety
+    /// Only in a freshly forked child, before exec.
+    pub unsafe fn apply(&self) -> io::Result<()> {
+        if let Some((target, options)) = &self.overlay {
+            let check = |result: libc::c_int| {
+                if result < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(())
+                }
+            };
+            check(libc::unshare(libc::CLONE_NEWNS))?;
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))?;
+            check(libc::mount(
+                c"overlay".as_ptr(),
+                target.as_ptr(),
+                c"overlay".as_ptr(),
+                0,
+                options.as_ptr().cast(),
+            ))?;
+        }
+        for (from, to) in &self.fds {
+            if libc::dup2(from.as_raw_fd(), *to) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What to start.
 pub struct Spec<'a> {
     pub argv: &'a [String],
@@ -26,6 +107,13 @@ pub struct Spec<'a> {
     pub piped_stdin: bool,
     /// Kill the child when the spawning thread's process dies.
     pub die_with_parent: bool,
+    pub prelude: Option<&'a Prelude>,
+}
+
+impl Spec<'_> {
+    pub fn raw_prelude(&self) -> io::Result<Option<RawPrelude>> {
+        self.prelude.map(Prelude::raw).transpose()
+    }
 }
 
 /// A started child: its pid (our child, to be reaped with waitpid) and our ends of its pipes.
@@ -70,6 +158,7 @@ pub fn spawn_into_cgroup(spec: &Spec<'_>, cgroup_dir: RawFd) -> Result<Started, 
         .map_err(Some)?;
     let argv_ptrs = null_terminated(&argv);
     let envp_ptrs = null_terminated(&envp);
+    let prelude = spec.raw_prelude().map_err(Some)?;
 
     let (stdin_child, stdin_ours) = if spec.piped_stdin {
         let (read, write) = pipe().map_err(Some)?;
@@ -115,6 +204,7 @@ pub fn spawn_into_cgroup(spec: &Spec<'_>, cgroup_dir: RawFd) -> Result<Started, 
                 &envp_ptrs,
                 cwd.as_ref(),
                 spec.die_with_parent,
+                prelude.as_ref(),
             )
         }
     }
@@ -156,6 +246,7 @@ unsafe fn exec_child(
     envp: &[*const libc::c_char],
     cwd: Option<&CString>,
     die_with_parent: bool,
+    prelude: Option<&RawPrelude>,
 ) -> ! {
     let fail = || -> ! {
         let errno = *libc::__errno_location();
@@ -173,6 +264,11 @@ unsafe fn exec_child(
     }
     if die_with_parent {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    if let Some(prelude) = prelude {
+        if prelude.apply().is_err() {
+            fail();
+        }
     }
     if let Some(cwd) = cwd {
         if libc::chdir(cwd.as_ptr()) < 0 {

@@ -128,6 +128,7 @@ impl process_wit::Host for HostState {
                 .map(|ms| std::time::Duration::from_millis(ms.into())),
             deadline: self.deadline,
             capture_bytes: self.output_cap,
+            prelude: None,
         };
         let finished = match self.dry.clone() {
             None => run_command(request, &self.cancel).map_err(CommandFailure::into_node_error)?,

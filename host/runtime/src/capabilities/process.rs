@@ -6,7 +6,7 @@
 use crate::bindings::pflow::node::types::NodeError;
 use crate::confine::Confinement;
 use crate::error::category;
-use crate::spawn::Spec;
+use crate::spawn::{Prelude, Spec};
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
@@ -33,6 +33,8 @@ pub struct Request {
     pub deadline: Instant,
     /// Cap on the captured output, stdout and stderr together.
     pub capture_bytes: u64,
+    /// What the child sets up before it execs (a dry command's launcher).
+    pub prelude: Option<Prelude>,
 }
 
 #[derive(Debug)]
@@ -117,6 +119,7 @@ pub fn run_command(request: Request, cancel: &AtomicBool) -> Result<Finished, Co
         // Should the host be killed outright, the command goes with it. The thread that
         // spawns it waits for it, so "the parent thread exited" means the host is gone.
         die_with_parent: true,
+        prelude: request.prelude.as_ref(),
     };
     let mut child = confinement
         .spawn(&spec)
