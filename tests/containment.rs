@@ -585,6 +585,33 @@ fn cloud_metadata_addresses_are_refused_before_any_connection() {
 }
 
 #[test]
+fn a_dry_get_with_a_body_is_not_sent() {
+    let home = TestHome::new();
+    let server = TestServer::start();
+    let workflow = json!({"ir_version": "0.1.0", "nodes": [{"id": "fetch", "type": "http",
+        "params": {"url": server.url("/echo"), "method": "GET", "body": {"delete": "everything"}}}]});
+    let report = dry_run(&home, &workflow);
+    assert_eq!(report["unverified"][0]["node_id"], "fetch", "{report}");
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+#[test]
+fn streamable_http_mcp_servers_are_reached_under_the_http_policy() {
+    let home = TestHome::new();
+    home.write_settings(&json!({"http": {"deny_private": true}}));
+    let server = TestServer::start();
+    std::fs::write(
+        home.path().join("mcp-servers.json"),
+        json!({"mcpServers": {"local": {"type": "http", "url": server.url("/mcp")}}}).to_string(),
+    )
+    .unwrap();
+    let sync = home.run_args(&["mcp", "sync", "--timeout", "5"]);
+    assert_eq!(sync.code, 1, "{}", sync.stderr);
+    assert!(sync.stderr.contains("deny_private"), "{}", sync.stderr);
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+#[test]
 fn retry_messages_count_the_attempts_actually_made() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
