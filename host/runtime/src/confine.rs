@@ -2,17 +2,16 @@
 //!
 //! A process group is not enough: `setsid`, `setpgid` and daemons leave it, and then outlive
 //! the node (and hold its output pipes open). Each command therefore gets a cgroup v2 of its
-//! own, which the child joins between `fork` and `exec`, before it can start anything. Whatever
-//! it starts stays in that cgroup, whatever it does with sessions and groups, and
-//! `cgroup.kill` ends them all at once.
+//! own, which the child is created in (see [`crate::spawn`]) or joins between `fork` and
+//! `exec`, before it can start anything. Whatever it starts stays in that cgroup, whatever it
+//! does with sessions and groups, and `cgroup.kill` ends them all at once.
 //!
 //! A host killed outright (SIGKILL) cannot clean up: the command it was waiting on dies with it
 //! (parent-death signal), and whatever that command started is killed by the next host that
 //! confines a command, which sweeps the cgroups of hosts that are gone.
 //!
 //! Where cgroup v2 is not writable (no cgroup2 mount, or an unprivileged user without a
-//! delegated subtree), the process group is all there is; that is logged once, and
-//! [`Confinement::is_complete`] says so.
+//! delegated subtree), the process group is all there is; that is logged once.
 
 use crate::spawn::{spawn_into_cgroup, Spec, Started};
 use std::collections::HashSet;
@@ -81,11 +80,6 @@ impl Confinement {
             });
         }
         Confinement { cgroup }
-    }
-
-    /// Whether every descendant is caught (a cgroup), not just the process group.
-    pub fn is_complete(&self) -> bool {
-        self.cgroup.is_some()
     }
 
     /// Starts a command in this confinement: created inside the cgroup where the kernel
