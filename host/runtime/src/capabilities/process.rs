@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// How long output is still read once the command has ended and been killed. Its pipes close
 /// at once unless a process escaped the kill (no cgroup here), and that one must not hold up
-/// the node.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// the node; generous, so that a busy machine still drains what a command wrote.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(1);
 
 pub struct Request {
     pub argv: Vec<String>,
