@@ -224,6 +224,7 @@ fn kill_members(dir: &Path) {
 }
 
 /// This process's cgroup v2 directory, when it can hold children; looked up once.
+/// `PFLOW_NO_CGROUP` turns cgroups off, to measure or test the process-group fallback.
 fn own_cgroup_dir() -> Option<&'static Path> {
     static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
     DIR.get_or_init(|| {
