@@ -232,14 +232,6 @@ impl Workflow {
             .unwrap_or(&self.nodes[0])
     }
 
-    /// The node an `action` leads to from node `from`, if an edge says so.
-    pub fn successor(&self, from: &str, action: &str) -> Option<&str> {
-        self.edges
-            .iter()
-            .find(|e| e.from == from && e.action == action)
-            .map(|e| e.to.as_str())
-    }
-
     /// The groups of nodes that lie on a cycle of edges, each in node order (Tarjan's strongly
     /// connected components, iteratively: linear in nodes and edges, whatever the depth).
     pub fn cycles(&self) -> Vec<Vec<&str>> {

@@ -156,7 +156,7 @@ impl Executor<'_> {
             workflow.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
         let mut edges: HashMap<(&str, &str), &str> = HashMap::new();
         for edge in &workflow.edges {
-            // The first edge for an action wins, as `Workflow::successor` says.
+            // Of two edges from a node for the same action, the first wins.
             edges
                 .entry((edge.from.as_str(), edge.action.as_str()))
                 .or_insert(edge.to.as_str());
