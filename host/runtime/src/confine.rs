@@ -89,9 +89,15 @@ impl Confinement {
             match spawn_into_cgroup(spec, cgroup.handle.as_raw_fd()) {
                 Ok(started) => return Ok(started),
                 Err(Some(error)) => return Err(error),
-                Err(None) => {} // clone3 refused: std's spawn below.
+                Err(None) => {} // clone3 refused: std's spawn instead.
             }
         }
+        self.spawn_moved_in(spec)
+    }
+
+    /// Starts a command with std's spawn; the child moves itself into the cgroup (and runs
+    /// the spec's prelude) between `fork` and `exec`.
+    fn spawn_moved_in(&self, spec: &Spec<'_>) -> io::Result<Started> {
         let mut join_cgroup = self.child_setup();
         let die_with_parent = spec.die_with_parent;
         let prelude = spec.raw_prelude()?;
@@ -110,7 +116,8 @@ impl Confinement {
         if let Some(cwd) = spec.cwd {
             command.current_dir(cwd);
         }
-        // SAFETY: the hook only makes async-signal-safe calls (write(2), prctl(2)).
+        // SAFETY: the hook only makes async-signal-safe calls (write(2), prctl(2), and the
+        // prelude's unshare(2), mount(2) and dup2(2)).
         unsafe {
             command.pre_exec(move || {
                 join_cgroup()?;
@@ -294,6 +301,54 @@ fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn both_ways_of_starting_a_command_put_it_in_the_cgroup() {
+        let confinement = Confinement::new();
+        let argv = [
+            "sh",
+            "-c",
+            "cat /proc/self/cgroup; echo $PFLOW_CONFINE_TEST",
+        ]
+        .map(String::from);
+        let env = [("PFLOW_CONFINE_TEST".to_string(), "seen".to_string())];
+        let spec = Spec {
+            argv: &argv,
+            env: &env,
+            cwd: Some("/"),
+            piped_stdin: false,
+            die_with_parent: true,
+            prelude: None,
+        };
+        for started in [confinement.spawn(&spec), confinement.spawn_moved_in(&spec)] {
+            let mut started = started.expect("sh starts");
+            let mut output = String::new();
+            started.stdout.read_to_string(&mut output).unwrap();
+            let mut status = 0;
+            // SAFETY: waitpid(2) on the child just started.
+            unsafe { libc::waitpid(started.pid, &mut status, 0) };
+            assert_eq!(status, 0);
+            assert!(output.ends_with("seen\n"), "{output}");
+            match &confinement.cgroup {
+                Some(cgroup) => {
+                    let name = cgroup.dir.file_name().unwrap().to_string_lossy();
+                    assert!(output.contains(&*name), "not in {name}: {output}");
+                }
+                // Without cgroup v2 (not on this project's machines) only the group is shared.
+                None => assert!(!output.contains("pflow-"), "{output}"),
+            }
+        }
+        let missing = ["no-such-program-here".to_string()];
+        let error = confinement
+            .spawn(&Spec {
+                argv: &missing,
+                ..spec
+            })
+            .err()
+            .expect("a missing program is an error");
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn the_cgroup2_mount_is_found_among_v1_hierarchies() {
