@@ -73,72 +73,41 @@ fn dry_writes_through_proc_namespaces_symlinks_and_mounts_never_reach_the_host()
     let dir = target_dir(&home);
     let me = std::process::id();
     let shm = format!("pflow-escape-{me}");
+    // Each writes to `TARGET`, a file in `dir` named after the attack, by another way out.
     let attacks = [
-        (
-            "proc-ppid-root",
-            format!(
-                "echo x > /proc/$PPID/root{}",
-                dir.join("proc-ppid-root").display()
-            ),
-        ),
-        (
-            "proc-1-root",
-            format!("echo x > /proc/1/root{}", dir.join("proc-1-root").display()),
-        ),
-        (
-            "proc-host-pid-root",
-            format!(
-                "echo x > /proc/{me}/root{}",
-                dir.join("proc-host-pid-root").display()
-            ),
-        ),
+        ("proc-ppid-root", "echo x > /proc/$PPID/rootTARGET".to_string()),
+        ("proc-1-root", "echo x > /proc/1/rootTARGET".to_string()),
+        ("proc-host-pid-root", format!("echo x > /proc/{me}/rootTARGET")),
         (
             "nsenter-mnt",
-            format!(
-                "nsenter --mount=/proc/{me}/ns/mnt sh -c 'echo x > {}'",
-                dir.join("nsenter-mnt").display()
-            ),
+            format!("nsenter --mount=/proc/{me}/ns/mnt sh -c 'echo x > TARGET'"),
         ),
         (
             "symlink",
-            format!(
-                "ln -s /proc/1/root /tmp/link-$$ && echo x > /tmp/link-$${}",
-                dir.join("symlink").display()
-            ),
+            "ln -s /proc/1/root /tmp/link-$$ && echo x > /tmp/link-$$TARGET".to_string(),
         ),
         (
             "symlink-host",
-            format!(
-                "ln -s /proc/{me}/root /tmp/hlink-$$ && echo x > /tmp/hlink-$${}",
-                dir.join("symlink-host").display()
-            ),
+            format!("ln -s /proc/{me}/root /tmp/hlink-$$ && echo x > /tmp/hlink-$$TARGET"),
         ),
         (
             "mount-proc",
-            format!(
-                "mkdir -p /tmp/p && mount -t proc proc /tmp/p && echo x > /tmp/p/{me}/root{}",
-                dir.join("mount-proc").display()
-            ),
+            format!("mkdir -p /tmp/p && mount -t proc proc /tmp/p && echo x > /tmp/p/{me}/rootTARGET"),
         ),
         (
             "mount-bind",
-            format!(
-                "mkdir -p /tmp/b && mount --bind / /tmp/b && echo x > /tmp/b{}",
-                dir.join("mount-bind").display()
-            ),
+            "mkdir -p /tmp/b && mount --bind / /tmp/b && echo x > /tmp/bTARGET".to_string(),
         ),
         (
             "unshare-mount",
-            format!(
-                "unshare --mount sh -c 'mount -t proc proc /proc && echo x > /proc/{me}/root{}'",
-                dir.join("unshare-mount").display()
-            ),
+            format!("unshare --mount sh -c 'mount -t proc proc /proc && echo x > /proc/{me}/rootTARGET'"),
         ),
         ("dev-shm", format!("echo x > /dev/shm/{shm}")),
     ];
     for (name, command) in &attacks {
+        let command = command.replace("TARGET", &dir.join(name).display().to_string());
         let marker = marker(&format!("dry-{name}"));
-        dry_run(&home, &shell(command, &marker));
+        dry_run(&home, &shell(&command, &marker));
         assert_nothing_left(&marker);
         assert!(
             !dir.join(name).exists(),
