@@ -304,24 +304,24 @@ impl McpSessions {
                 }
             }
             Transport::Stdio(transport, process, program) => {
-                let handshake = self.bounded(start_deadline, cancel, server, async move {
-                    ().serve(transport).await
-                });
-                match handshake {
-                    Ok(Ok(service)) => Session {
-                        service,
-                        process: Some(process),
-                    },
-                    Ok(Err(e)) => {
-                        process.kill();
-                        return Err(NodeError::new(
+                let handshake = self
+                    .bounded(start_deadline, cancel, server, async move {
+                        ().serve(transport).await
+                    })
+                    .and_then(|served| {
+                        served.map_err(|e| NodeError::new(
                             category::MCP_UNAVAILABLE,
                             format!("MCP server '{server}' ({program}) did not complete the MCP handshake: {e}"),
                             false,
-                        ));
-                    }
-                    // Timed out or cancelled in the handshake: the server is killed now, not
-                    // left to the abandoned task.
+                        ))
+                    });
+                match handshake {
+                    Ok(service) => Session {
+                        service,
+                        process: Some(process),
+                    },
+                    // Failed, timed out or cancelled in the handshake: the server is killed
+                    // now, not left to the abandoned task.
                     Err(failure) => {
                         process.kill();
                         return Err(failure);
