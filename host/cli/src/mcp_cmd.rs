@@ -151,7 +151,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             let mut tools = ToolsFile::load(&tools_path);
             let mut failed = 0;
             for name in names {
-                if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                if host.sandbox.is_cancelled() {
                     break;
                 }
                 match sessions.list_tools(&name, Instant::now() + timeout, &cancel) {
@@ -166,7 +166,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 }
             }
             sessions.shutdown();
-            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            if host.sandbox.is_cancelled() {
                 eprintln!("cancelled: the tools recorded before are kept");
                 return Ok(exit::CANCELLED);
             }
