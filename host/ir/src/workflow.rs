@@ -10,6 +10,8 @@ use std::collections::HashSet;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workflow {
+    /// pflow's loader defaults a missing version (LLM-written workflows often leave it out).
+    #[serde(default = "default_ir_version")]
     pub ir_version: String,
     #[serde(default)]
     pub inputs: IndexMap<String, InputSpec>,
@@ -190,6 +192,10 @@ pub enum ParseError {
     },
     #[error("invalid workflow: {}", .0.join("; "))]
     Structure(Vec<String>),
+}
+
+fn default_ir_version() -> String {
+    "0.1.0".to_string()
 }
 
 impl Workflow {

@@ -64,8 +64,9 @@ pub(crate) fn check(doc: &Value, issues: &mut Vec<Issue>) {
         ));
     }
 
+    // A missing version is pflow's `0.1.0`, as its loader normalises it.
     match top.get("ir_version") {
-        None => issues.push(missing("ir_version", "\"0.1.0\"")),
+        None => {}
         Some(Value::String(v)) if is_version(v) => {}
         Some(Value::String(v)) => issues.push(structure(
             "ir_version",

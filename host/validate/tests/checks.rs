@@ -147,11 +147,17 @@ fn missing_and_mistyped_fields_and_unknown_top_level_fields() {
         lines,
         [
             "name: Unknown field 'name'",
-            "ir_version: Required field is missing",
             "nodes[0].type: Required field is missing",
             "edges: Must be a list, got an object",
         ]
     );
+}
+
+#[test]
+fn a_missing_ir_version_is_pflows_default() {
+    let mut doc = pipeline("echo ${city}");
+    doc.as_object_mut().unwrap().remove("ir_version");
+    assert!(check(doc).valid);
 }
 
 #[test]
