@@ -53,6 +53,25 @@ pub struct RuntimeValidation {
     pub nodes: Vec<NodeReport>,
 }
 
+impl RuntimeValidation {
+    /// A workflow that could not start (missing inputs, unknown types): nothing an LLM fix of
+    /// params could repair, so `failed_runtime`.
+    pub fn cannot_run(message: String, attempts: u32) -> RuntimeValidation {
+        RuntimeValidation {
+            route: RuntimeRoute::FailedRuntime,
+            runtime_attempts: attempts,
+            runtime_errors: vec![NodeFailure::new("compile", "cannot_run", message)],
+            live: false,
+            executed: Vec::new(),
+            unverified: Vec::new(),
+            unverified_templates: Vec::new(),
+            skipped: Vec::new(),
+            effects: Vec::new(),
+            nodes: Vec::new(),
+        }
+    }
+}
+
 /// Runs `workflow` once with `inputs` on a fresh store (dry unless `live`) and classifies what
 /// went wrong. `attempts` is how many runtime fixes were already tried.
 pub fn validate_runtime(
@@ -79,13 +98,10 @@ pub fn validate_runtime(
     let report = match executor.run(workflow, inputs, &mut |_| {}) {
         Ok(report) => report,
         Err(error) => {
-            validation.runtime_errors.push(NodeFailure::new(
-                "compile",
-                "cannot_run",
-                error.to_string(),
-            ));
-            validation.route = RuntimeRoute::FailedRuntime;
-            return validation;
+            return RuntimeValidation {
+                live,
+                ..RuntimeValidation::cannot_run(error.to_string(), attempts)
+            }
         }
     };
     if let Some(dry) = &dry {
@@ -167,8 +183,12 @@ pub fn validate_runtime(
                 }
                 continue;
             }
-            // A node that did not run (an earlier failure, a branch not taken) is no evidence.
-            if !report.store.contains_key(&node.id) || already.contains(&written) {
+            // A node that did not run (an earlier failure, a branch not taken) is no evidence,
+            // and what a failed node did not write follows from its failure, already reported.
+            if !report.store.contains_key(&node.id)
+                || failed_ids.contains(&node.id)
+                || already.contains(&written)
+            {
                 continue;
             }
             if let Err(unresolved) = reference.resolve(&report.store as &dyn Scope) {
