@@ -93,6 +93,9 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub mcp: McpSettings,
+    /// The model and provider the planner (and later the `llm` node) use.
+    #[serde(default)]
+    pub llm: pflow_llm::LlmSettings,
 }
 
 /// Which configured MCP servers workflows may call.

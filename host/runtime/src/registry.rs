@@ -222,6 +222,14 @@ impl Registry {
     pub fn plugins(&self) -> impl Iterator<Item = &Plugin> {
         self.plugins.values()
     }
+
+    /// Every node type's description, with its origin (MCP tools count as the user's).
+    pub fn specs(&self) -> impl Iterator<Item = (&PluginSpec, Origin)> {
+        self.plugins
+            .values()
+            .map(|p| (&p.spec, p.origin))
+            .chain(self.mcp_tools.values().map(|t| (&t.spec, Origin::User)))
+    }
 }
 
 /// The `*.wasm` files of a directory, sorted; a missing directory has none.

@@ -1,0 +1,61 @@
+//! What the planner reports while it works: for a progress display and for the trace.
+
+use crate::shared::Mode;
+use pflow_llm::{Provider, Request, Response, Usage};
+use pflow_runtime::runtime_validation::RuntimeRoute;
+use pflow_runtime::NodeFailure;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum PlannerEvent {
+    /// A planner node starts.
+    Step {
+        node: &'static str,
+    },
+    /// A node returned `action`, which leads to `to` (None: the flow ends).
+    Route {
+        from: &'static str,
+        action: &'static str,
+        to: Option<&'static str>,
+    },
+    Context {
+        types_listed: usize,
+        types_total: usize,
+        saved_listed: usize,
+        saved_total: usize,
+    },
+    LlmRequest {
+        call: u32,
+        mode: Mode,
+        provider: Provider,
+        model: String,
+        request: Request,
+    },
+    LlmAnswer {
+        call: u32,
+        http_requests: u32,
+        duration_ms: f64,
+        usage: Usage,
+        cost_usd: Option<f64>,
+        response: Response,
+    },
+    LlmFailed {
+        call: u32,
+        error: String,
+    },
+    /// A candidate was checked (or refused before it could be).
+    Validation {
+        mode: Mode,
+        attempt: u32,
+        valid: bool,
+        errors: Vec<String>,
+    },
+    RuntimeValidation {
+        route: RuntimeRoute,
+        runtime_attempts: u32,
+        errors: Vec<NodeFailure>,
+        skipped: usize,
+        effects: usize,
+    },
+}
