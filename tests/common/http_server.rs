@@ -1,5 +1,6 @@
 //! A real HTTP server on loopback for the tests, with the endpoints they need and a log of
 //! every request it received.
+#![allow(dead_code)]
 
 use serde_json::{json, Value};
 use std::collections::HashMap;

@@ -2,6 +2,8 @@
 
 mod display;
 mod mcp_cmd;
+mod plan_cmd;
+mod plan_display;
 mod registry_cmd;
 mod run_cmd;
 mod signals;
@@ -17,11 +19,18 @@ use std::process::ExitCode;
 #[command(
     name = "pflow-host",
     version,
-    about = "Run pflow workflows with every node sandboxed as a WebAssembly component"
+    about = "Plan and run pflow workflows with every node sandboxed as a WebAssembly component",
+    long_about = "Plan and run pflow workflows with every node sandboxed as a WebAssembly component.\n\n\
+        `pflow-host \"count the words in README.md\"` asks an LLM for a workflow, validates it, \
+        tries it in a dry sandbox, runs it and saves it.",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Without a command: plan the request, then run it.
+    #[command(flatten)]
+    plan: plan_cmd::PlanArgs,
     /// Directory of the built-in node components (default: `plugins` next to the binary's
     /// directory, as `just plugins` lays them out).
     #[arg(long, global = true, env = "PFLOW_BUILTIN_PLUGINS", value_name = "DIR")]
@@ -30,6 +39,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Plan a workflow for a request (validate it, dry-run it, save it) without running it.
+    Plan(plan_cmd::PlanArgs),
     /// Run a workflow: `pflow-host run FILE.json [key=value ...]`.
     Run(run_cmd::RunArgs),
     /// Check a workflow without running it: `pflow-host validate FILE.json [key=value ...]`.
@@ -53,7 +64,7 @@ pub enum OutputFormat {
 }
 
 /// Exit codes: 0 success, 1 the workflow ran and failed, 2 it could not start (bad file, bad
-/// inputs, unknown node types), 130 cancelled with Ctrl-C.
+/// inputs, unknown node types), 3 planning failed, 130 cancelled with Ctrl-C.
 pub mod exit {
     pub const FAILED: u8 = 1;
     pub const CANNOT_START: u8 = 2;
@@ -66,10 +77,27 @@ fn main() -> ExitCode {
     let builtin = cli.builtin_plugins.unwrap_or_else(default_builtin_dir);
     let open = || Host::open(PflowHome::from_env(), builtin.clone());
     let result = match cli.command {
-        Command::Run(args) => open().and_then(|host| run_cmd::run(&host, args)),
-        Command::Validate(args) => open().and_then(|host| validate_cmd::run(&host, args)),
-        Command::Mcp(command) => open().and_then(|host| mcp_cmd::run(&host, command)),
-        Command::Registry(command) => open().and_then(|host| registry_cmd::run(&host, command)),
+        None if cli.plan.request.is_none() => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            return ExitCode::from(exit::CANNOT_START);
+        }
+        None => open().and_then(|host| plan_cmd::run(&host, cli.plan)),
+        Some(Command::Plan(args)) => open().and_then(|host| {
+            plan_cmd::run(
+                &host,
+                plan_cmd::PlanArgs {
+                    no_run: true,
+                    ..args
+                },
+            )
+        }),
+        Some(Command::Run(args)) => open().and_then(|host| run_cmd::run(&host, args)),
+        Some(Command::Validate(args)) => open().and_then(|host| validate_cmd::run(&host, args)),
+        Some(Command::Mcp(command)) => open().and_then(|host| mcp_cmd::run(&host, command)),
+        Some(Command::Registry(command)) => {
+            open().and_then(|host| registry_cmd::run(&host, command))
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
