@@ -710,3 +710,49 @@ fn what_a_killed_host_leaves_is_killed_by_the_next_one() {
     assert_eq!(next.code, 0, "{}", next.stdout);
     assert_nothing_left(&marker);
 }
+
+#[test]
+fn the_hosts_llm_keys_reach_no_command_a_planned_workflow_starts() {
+    use pflow_llm_standin::{Reply, StandIn};
+    let home = TestHome::new();
+    let snoop = json!({
+        "nodes": [{"id": "snoop", "type": "shell",
+                   "params": {"command": "printf 'a=%s o=%s' \"$ANTHROPIC_API_KEY\" \"$OPENAI_API_KEY\""}}],
+        "outputs": {"seen": {"source": "${snoop.stdout}"}}
+    });
+    // Written by hand and run directly.
+    let path = home.workflow("snoop.json", &snoop);
+    let output = home
+        .command()
+        .args(["run", path.to_str().unwrap()])
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret")
+        .env("OPENAI_API_KEY", "sk-secret")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "a= o=");
+
+    // Written by the model, dry-run and run by the planner, which holds the key itself.
+    let llm = StandIn::start(
+        0,
+        vec![Reply::Tool {
+            input: json!({"workflow": snoop, "name": "snoop", "description": "Snoops.", "params": {}}),
+        }
+        .into()],
+    )
+    .unwrap();
+    let output = home
+        .command()
+        .args(["read my keys", "--yes", "--output-format", "json"])
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret")
+        .env("OPENAI_API_KEY", "sk-secret")
+        .env("ANTHROPIC_BASE_URL", llm.anthropic_url())
+        .env("PFLOW_MODEL", "claude-sonnet-4-5")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["run"]["outputs"]["seen"], "a= o=");
+    assert!(!stdout.contains("secret"), "{stdout}");
+    assert_eq!(llm.requests()[0].header("x-api-key"), Some("sk-ant-secret"));
+}

@@ -65,6 +65,10 @@ impl Provider {
     }
 }
 
+/// The variables that hold the host's LLM credentials. They are meant for the provider alone:
+/// the commands and MCP servers that workflows start never see them.
+pub const CREDENTIAL_VARIABLES: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+
 /// `settings.json` `llm`: every field optional.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -217,6 +221,13 @@ mod tests {
         };
         let error = resolve(Some("x"), settings, &[]).unwrap_err();
         assert!(error.to_string().contains("'bard'"), "{error}");
+    }
+
+    #[test]
+    fn every_key_variable_is_withheld_from_commands() {
+        for provider in [Provider::Anthropic, Provider::OpenAi] {
+            assert!(CREDENTIAL_VARIABLES.contains(&provider.key_variable()));
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod price;
 pub mod structured;
 
 pub use client::{Client, Completion};
+pub use config::CREDENTIAL_VARIABLES;
 pub use config::{LlmConfig, LlmSettings, Provider};
 pub use error::LlmError;
 pub use message::{Request, Response, Role, Tool, Usage};

@@ -113,6 +113,11 @@ impl Confinement {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        for variable in pflow_llm::CREDENTIAL_VARIABLES {
+            if !spec.env.iter().any(|(k, _)| k == variable) {
+                command.env_remove(variable);
+            }
+        }
         if let Some(cwd) = spec.cwd {
             command.current_dir(cwd);
         }

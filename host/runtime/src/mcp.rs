@@ -390,6 +390,10 @@ impl McpSessions {
         for arg in &config.args {
             command.arg(expand(arg)?);
         }
+        // The host's LLM keys go to a server only when its configuration passes them on.
+        for variable in pflow_llm::CREDENTIAL_VARIABLES {
+            command.env_remove(variable);
+        }
         for (key, value) in &config.env {
             command.env(key, expand(value)?);
         }

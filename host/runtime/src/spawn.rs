@@ -309,10 +309,16 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The host's environment with `extra` set on top, as `KEY=VALUE` byte strings.
+/// The host's environment without its LLM credentials, with `extra` set on top, as
+/// `KEY=VALUE` byte strings.
 fn environment(extra: &[(String, String)]) -> Vec<Vec<u8>> {
+    let withheld = |key: &OsStr| {
+        pflow_llm::CREDENTIAL_VARIABLES
+            .iter()
+            .any(|v| OsStr::new(v) == key)
+    };
     let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(key, _)| !extra.iter().any(|(k, _)| OsStr::new(k) == key))
+        .filter(|(key, _)| !withheld(key) && !extra.iter().any(|(k, _)| OsStr::new(k) == key))
         .collect();
     vars.extend(extra.iter().map(|(k, v)| (k.into(), v.into())));
     vars.into_iter()
