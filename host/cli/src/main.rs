@@ -69,6 +69,15 @@ pub mod exit {
     pub const FAILED: u8 = 1;
     pub const CANNOT_START: u8 = 2;
     pub const CANCELLED: u8 = 130;
+
+    /// The exit code of a workflow that ran.
+    pub fn of(status: pflow_runtime::Status) -> u8 {
+        match status {
+            pflow_runtime::Status::Succeeded => 0,
+            pflow_runtime::Status::Failed => FAILED,
+            pflow_runtime::Status::Cancelled => CANCELLED,
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -206,11 +206,7 @@ pub fn run(host: &Host, args: PlanArgs) -> Result<u8> {
     } else {
         display::print_report(&report);
     }
-    Ok(match report.status {
-        Status::Succeeded => 0,
-        Status::Failed => exit::FAILED,
-        Status::Cancelled => exit::CANCELLED,
-    })
+    Ok(exit::of(report.status))
 }
 
 enum Decision {

@@ -5,7 +5,7 @@ use crate::{exit, OutputFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
-use pflow_runtime::{Host, StartError, Status};
+use pflow_runtime::{Host, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -69,11 +69,7 @@ pub fn run(host: &Host, args: RunArgs) -> Result<u8> {
     } else {
         display::print_report(&report);
     }
-    Ok(match report.status {
-        Status::Succeeded => 0,
-        Status::Failed => exit::FAILED,
-        Status::Cancelled => exit::CANCELLED,
-    })
+    Ok(exit::of(report.status))
 }
 
 /// A workflow file, or a saved workflow (`~/.pflow/workflows/NAME.json`, the IR wrapped with

@@ -59,9 +59,18 @@ impl RuntimeValidation {
     pub fn cannot_run(message: String, attempts: u32) -> RuntimeValidation {
         RuntimeValidation {
             route: RuntimeRoute::FailedRuntime,
-            runtime_attempts: attempts,
             runtime_errors: vec![NodeFailure::new("compile", "cannot_run", message)],
-            live: false,
+            ..RuntimeValidation::clean(false, attempts)
+        }
+    }
+
+    /// Nothing wrong, nothing done yet.
+    fn clean(live: bool, attempts: u32) -> RuntimeValidation {
+        RuntimeValidation {
+            route: RuntimeRoute::Default,
+            runtime_attempts: attempts,
+            runtime_errors: Vec::new(),
+            live,
             executed: Vec::new(),
             unverified: Vec::new(),
             unverified_templates: Vec::new(),
@@ -83,18 +92,7 @@ pub fn validate_runtime(
 ) -> RuntimeValidation {
     let dry = (!live).then(|| Arc::new(DryRun::default()));
     executor.dry = dry.clone();
-    let mut validation = RuntimeValidation {
-        route: RuntimeRoute::Default,
-        runtime_attempts: attempts,
-        runtime_errors: Vec::new(),
-        live,
-        executed: Vec::new(),
-        unverified: Vec::new(),
-        unverified_templates: Vec::new(),
-        skipped: Vec::new(),
-        effects: Vec::new(),
-        nodes: Vec::new(),
-    };
+    let mut validation = RuntimeValidation::clean(live, attempts);
     let report = match executor.run(workflow, inputs, &mut |_| {}) {
         Ok(report) => report,
         Err(error) => {
