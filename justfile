@@ -16,15 +16,20 @@ setup:
 plugins:
     cargo run -q -p pflow-plugin-build
 
-# Build the release binary and the plugins
+# Build the release binary, the LLM stand-in and the plugins
 build: plugins
-    cargo build --release -p pflow-host
+    cargo build --release -p pflow-host -p pflow-llm-standin
 
 # Run the example workflow end to end
 demo: build
     ./target/release/pflow-host registry list
     ./target/release/pflow-host run examples/word-count.json
     ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
+    # Planning, against the LLM stand-in replaying examples/planner/count-words.answers.json (the
+    # first answer misspells a node type, so the retry shows too); a real model needs only
+    # ANTHROPIC_API_KEY or OPENAI_API_KEY and --model.
+    ./target/release/pflow-llm-standin examples/planner/count-words.answers.json -- \
+        ./target/release/pflow-host "count the words in README.md" --model claude-sonnet-4-5 --yes
 
 # The real peers the tests talk to: MCP servers from npm, the MCP and httpbin packages from PyPI,
 # bubblewrap (the dry-run fallback) from Debian
@@ -55,3 +60,4 @@ bench: build test-peers
     cargo bench -p pflow-runtime --bench runtime_validation_overhead
     cargo bench -p pflow-runtime --bench dry_shell_overhead
     cargo bench -p pflow-host --bench run_example
+    cargo bench -p pflow-planner --bench planner_overhead

@@ -18,7 +18,10 @@ const ITERATIONS: usize = 40;
 fn main() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let builtin = repo.join("target/plugins");
-    assert!(builtin.join("shell.wasm").exists(), "run `just plugins` first");
+    assert!(
+        builtin.join("shell.wasm").exists(),
+        "run `just plugins` first"
+    );
     let home = tempfile::tempdir().unwrap();
     let host = Host::open(PflowHome::at(home.path()), builtin).unwrap();
     let standin = StandIn::start(0, Vec::new()).unwrap();
@@ -83,12 +86,18 @@ fn main() {
         overheads[ITERATIONS * 9 / 10].as_secs_f64() * 1e3,
     );
 
-    println!("\nscenario                                  LLM calls  tokens in  tokens out  result");
+    println!(
+        "\n{:<46} LLM calls  tokens in  tokens out  result",
+        "scenario"
+    );
     let scenarios: Vec<(&str, Vec<Scripted>)> = vec![
         ("success on the first try", vec![answer(five_shell_nodes())]),
         (
             "misspelled node type, then fixed",
-            vec![answer(retyped(five_shell_nodes(), "shel")), answer(five_shell_nodes())],
+            vec![
+                answer(retyped(five_shell_nodes(), "shel")),
+                answer(five_shell_nodes()),
+            ],
         ),
         (
             "template path misses at run time, fixed",
@@ -102,17 +111,54 @@ fn main() {
                 answer(retyped(five_shell_nodes(), "sh")),
             ],
         ),
+        (
+            "runtime fixes run out",
+            ["total", "sum", "count", "n"]
+                .iter()
+                .map(|field| answer(missed_path_at(field)))
+                .collect(),
+        ),
+        (
+            "an identical candidate, then fixed",
+            vec![
+                answer(retyped(five_shell_nodes(), "shel")),
+                answer(retyped(five_shell_nodes(), "shel")),
+                answer(five_shell_nodes()),
+            ],
+        ),
+        (
+            "a runtime fix that retypes a node, then fixed",
+            vec![
+                answer(missed_path()),
+                answer(retyped(missed_path(), "http")),
+                answer(five_shell_nodes()),
+            ],
+        ),
+        (
+            "an answer off the schema, then fixed",
+            vec![
+                Reply::Tool {
+                    input: json!({"workflow": "{}", "nam": "x"}),
+                }
+                .into(),
+                answer(five_shell_nodes()),
+            ],
+        ),
+        (
+            "reuse of a saved workflow",
+            vec![Reply::Tool {
+                input: json!({"reuse": "bench", "params": {"word": "hello"}}),
+            }
+            .into()],
+        ),
     ];
     for (name, script) in scenarios {
         standin.push(script);
         let shared = planner.plan("shout, reverse and count a word", Map::new(), &mut |_| {});
         let output = shared.planner_output.unwrap();
         println!(
-            "{name:<41} {:>9}  {:>9}  {:>10}  {:?}",
-            output.llm_calls,
-            output.usage.input_tokens,
-            output.usage.output_tokens,
-            output.status
+            "{name:<46} {:>9}  {:>9}  {:>10}  {:?}",
+            output.llm_calls, output.usage.input_tokens, output.usage.output_tokens, output.status
         );
     }
 }
@@ -152,7 +198,11 @@ fn retyped(mut workflow: Value, node_type: &str) -> Value {
 
 /// Valid statically, but `${count.stdout.total}` reads into text: a runtime fix.
 fn missed_path() -> Value {
+    missed_path_at("total")
+}
+
+fn missed_path_at(field: &str) -> Value {
     let mut workflow = five_shell_nodes();
-    workflow["nodes"][4]["params"]["stdin"] = json!("${count.stdout.total}");
+    workflow["nodes"][4]["params"]["stdin"] = json!(format!("${{count.stdout.{field}}}"));
     workflow
 }
