@@ -246,11 +246,18 @@ fn a_misspelled_node_type_is_retried_with_the_suggestion(api: Api) {
         submit(count_words("shel"), json!({"text": "a b"})),
         submit(count_words("shell"), json!({"text": "a b"})),
     ]);
-    let run = plan(&home, api, &llm, &["count words in 'a b'", "--yes"]);
+    // Unquoted words are the request too.
+    let run = plan(
+        &home,
+        api,
+        &llm,
+        &["count", "words", "in", "'a b'", "--yes"],
+    );
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(words(&run), "2");
     let prompts = prompts(&llm);
     assert_eq!(prompts.len(), 2);
+    assert!(prompts[0].contains("# The request\n\ncount words in 'a b'\n"));
     assert!(!prompts[0].contains("not accepted"));
     assert!(
         prompts[1].contains("Unknown node type: 'shel'"),

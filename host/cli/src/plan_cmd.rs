@@ -41,9 +41,16 @@ pub struct PlanArgs {
 /// Exit code when planning failed (the last candidate and its errors are printed).
 pub const PLANNING_FAILED: u8 = 3;
 
-pub fn run(host: &Host, args: PlanArgs) -> Result<u8> {
+pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
     let json_output = args.output_format == OutputFormat::Json;
-    let request = args.request.clone().unwrap_or_default();
+    // `pflow-host count the words` without quotes: the words before the first key=value are
+    // the request too.
+    let words = args.inputs.iter().take_while(|a| !a.contains('=')).count();
+    let mut request = args.request.clone().unwrap_or_default();
+    for word in args.inputs.drain(..words) {
+        request.push(' ');
+        request.push_str(&word);
+    }
     if request.trim().is_empty() {
         eprintln!(
             "error: say what the workflow should do: pflow-host \"count the words in README.md\""

@@ -139,9 +139,8 @@ impl PlannerNode for GeneratorNode {
                 shared.rejection.clear();
             }
             Err((workflow, problems)) => {
-                if workflow.is_some() {
-                    shared.generated_workflow = workflow;
-                }
+                // The retry shows this answer's workflow, or none: never an older one.
+                shared.generated_workflow = workflow;
                 shared.rejection = problems;
             }
         }
