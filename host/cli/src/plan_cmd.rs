@@ -120,24 +120,7 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
     }
 
     let workflow_json = output.workflow.clone().unwrap_or_default();
-    let saved = match &output.reused {
-        Some(name) => Ok(library.path_of(name)),
-        None => library
-            .save(
-                output.name.as_deref().unwrap_or("workflow"),
-                output.description.as_deref().unwrap_or_default(),
-                &workflow_json,
-                Some(&request),
-            )
-            .map(|(_, path)| path),
-    };
-    let saved_path = match saved {
-        Ok(path) => Some(path),
-        Err(error) => {
-            eprintln!("warning: {error}");
-            None
-        }
-    };
+    let saved_path = save_plan(&library, &output, &workflow_json, &request);
     let undone = shared
         .runtime_validation
         .as_ref()
@@ -214,6 +197,31 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
         display::print_report(&report);
     }
     Ok(exit::of(report.status))
+}
+
+/// Where the planned workflow is kept: the reused one's file, or a new one in the library.
+fn save_plan(
+    library: &WorkflowLibrary,
+    output: &PlannerOutput,
+    workflow: &Value,
+    request: &str,
+) -> Option<PathBuf> {
+    if let Some(name) = &output.reused {
+        return Some(library.path_of(name));
+    }
+    let saved = library.save(
+        output.name.as_deref().unwrap_or("workflow"),
+        output.description.as_deref().unwrap_or_default(),
+        workflow,
+        Some(request),
+    );
+    match saved {
+        Ok((_, path)) => Some(path),
+        Err(error) => {
+            eprintln!("warning: {error}");
+            None
+        }
+    }
 }
 
 enum Decision {
