@@ -103,3 +103,68 @@ pub(crate) fn error_of(answer: &Value) -> (String, String) {
 pub(crate) fn is_unknown_model(status: u16, kind: &str, message: &str) -> bool {
     status == 404 && (kind == "not_found_error" || message.contains("model"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+    use crate::Tool;
+    use std::time::Duration;
+
+    fn config() -> LlmConfig {
+        LlmConfig {
+            provider: Provider::Anthropic,
+            model: "claude-sonnet-4-5".into(),
+            base_url: "https://api.anthropic.com".into(),
+            api_key: Some("k".into()),
+            timeout: Duration::from_secs(1),
+            max_retries: 0,
+            max_retry_wait: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_forced_tool_is_a_tool_choice_of_type_tool() {
+        let request = Request {
+            system: "sys".into(),
+            messages: vec![(Role::User, "hi".into())],
+            tool: Some(Tool {
+                name: "submit".into(),
+                description: "d".into(),
+                input_schema: json!({"type": "object"}),
+            }),
+            max_tokens: 10,
+            temperature: None,
+        };
+        let body = body(&config(), &request);
+        assert_eq!(body["system"], "sys");
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "tool", "name": "submit"})
+        );
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        assert!(body.get("temperature").is_none());
+        assert_eq!(url(&config()), "https://api.anthropic.com/v1/messages");
+    }
+
+    #[test]
+    fn answers_refusals_and_malformed_bodies() {
+        let answer = json!({
+            "content": [{"type": "text", "text": "ok "}, {"type": "tool_use", "name": "submit", "input": {"a": 1}}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 7}
+        });
+        let response = parse(&answer).unwrap();
+        assert_eq!(response.tool_call, Some(("submit".into(), json!({"a": 1}))));
+        assert_eq!(
+            (response.usage.input_tokens, response.usage.output_tokens),
+            (5, 7)
+        );
+        let refusal = json!({"content": [], "stop_reason": "refusal"});
+        assert!(matches!(parse(&refusal), Err(LlmError::Refusal(_))));
+        assert!(matches!(
+            parse(&json!({"id": 1})),
+            Err(LlmError::Malformed { .. })
+        ));
+    }
+}

@@ -123,3 +123,72 @@ pub(crate) fn error_of(answer: &Value) -> (String, String) {
 pub(crate) fn is_unknown_model(status: u16, kind: &str, message: &str) -> bool {
     kind == "model_not_found" || (status == 404 && message.contains("model"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+    use std::time::Duration;
+
+    fn config(model: &str) -> LlmConfig {
+        LlmConfig {
+            provider: Provider::OpenAi,
+            model: model.into(),
+            base_url: "http://localhost:11434/v1".into(),
+            api_key: None,
+            timeout: Duration::from_secs(1),
+            max_retries: 0,
+            max_retry_wait: Duration::from_secs(1),
+        }
+    }
+
+    fn request() -> Request {
+        Request {
+            system: "sys".into(),
+            messages: vec![(Role::User, "hi".into())],
+            tool: None,
+            max_tokens: 10,
+            temperature: Some(0.0),
+        }
+    }
+
+    #[test]
+    fn the_system_prompt_is_the_first_message_and_reasoning_models_get_their_limit_field() {
+        let body = body(&config("llama3.2"), &request());
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "sys"})
+        );
+        assert_eq!(body["max_tokens"], 10);
+        let body = body_for("o3-mini");
+        assert_eq!(body["max_completion_tokens"], 10);
+        assert!(body.get("max_tokens").is_none());
+        assert!(
+            headers(&config("x")).is_empty(),
+            "no key, no authorization header"
+        );
+    }
+
+    fn body_for(model: &str) -> Value {
+        body(&config(model), &request())
+    }
+
+    #[test]
+    fn tool_call_arguments_are_a_json_string() {
+        let answer = json!({
+            "choices": [{"message": {"content": null, "tool_calls": [
+                {"type": "function", "function": {"name": "submit", "arguments": "{\"a\": 1}"}}
+            ]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4}
+        });
+        let response = parse(&answer).unwrap();
+        assert_eq!(response.tool_call, Some(("submit".into(), json!({"a": 1}))));
+        assert_eq!(response.usage.total(), 7);
+        let refusal = json!({"choices": [{"message": {"refusal": "no"}}]});
+        assert!(matches!(parse(&refusal), Err(LlmError::Refusal(r)) if r == "no"));
+        assert_eq!(
+            error_of(&json!({"error": {"message": "m", "code": "model_not_found"}})),
+            ("model_not_found".to_string(), "m".to_string())
+        );
+    }
+}
