@@ -142,6 +142,7 @@ both_apis!(
     a_dry_run_writes_nothing,
     ctrl_c_stops_a_slow_answer,
     llm_errors_are_named,
+    a_provider_that_does_not_answer_times_out,
 );
 
 fn success_on_the_first_try(api: Api) {
@@ -651,5 +652,28 @@ fn llm_errors_are_named(api: Api) {
             .contains(&format!("needs an API key: set {variable}")),
         "{}",
         run.stderr
+    );
+}
+
+fn a_provider_that_does_not_answer_times_out(api: Api) {
+    let home = TestHome::new();
+    home.write_settings(&json!({"llm": {"timeout_seconds": 0.3, "max_retries": 0}}));
+    let llm = standin(vec![Scripted {
+        reply: Reply::Text {
+            text: "late".into(),
+        },
+        delay_ms: 5_000,
+    }]);
+    let started = Instant::now();
+    let run = plan(&home, api, &llm, &["count words", "--yes"]);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the timeout did not hold"
+    );
+    assert!(
+        run.stdout.contains("did not answer within 300ms"),
+        "{}",
+        run.stdout
     );
 }
