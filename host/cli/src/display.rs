@@ -50,16 +50,17 @@ impl Progress {
             }
             Event::NodeFinished(report) => {
                 let mark = match report.status {
+                    _ if report.cached => "↻",
                     Status::Succeeded => "✓",
                     Status::Failed => "✗",
                     Status::Cancelled => "■",
                 };
-                let line = format!(
-                    "  {mark} {} ({}) {}",
-                    report.id,
-                    report.node_type,
+                let time = if report.cached {
+                    "cached".to_string()
+                } else {
                     format_ms(report.duration_ms)
-                );
+                };
+                let line = format!("  {mark} {} ({}) {time}", report.id, report.node_type);
                 if let Some(spinner) = self.spinner.take() {
                     spinner.finish_and_clear();
                 }

@@ -13,9 +13,10 @@ use pflow_ir::{
     BatchConfig, BatchErrorHandling, HttpOverrides, InputSpec, Node, SandboxOverrides,
     TemplateMode, Workflow,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -74,7 +75,7 @@ fn did_you_mean(suggestions: &[String], what: &str, all: &[String]) -> String {
     text
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Succeeded,
@@ -93,6 +94,9 @@ pub struct NodeReport {
     /// Whether the node's component came from the compiled-component cache.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub component_cache: Option<CacheUse>,
+    /// Taken from an earlier run's checkpoint instead of run again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<NodeFailure>,
 }
@@ -130,6 +134,48 @@ pub struct Executor<'a> {
     pub dry: Option<Arc<DryRun>>,
 }
 
+/// pflow's `__execution__` record: which nodes finished, with which action, and the hash of
+/// what each one ran with. A resumed run skips a completed node whose hash is unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionRecord {
+    pub completed_nodes: Vec<String>,
+    pub node_actions: BTreeMap<String, String>,
+    pub node_hashes: BTreeMap<String, String>,
+    pub failed_node: Option<String>,
+}
+
+impl ExecutionRecord {
+    /// Whether `node_id` completed having run with exactly `hash`.
+    fn completed_with(&self, node_id: &str, hash: &str) -> bool {
+        self.node_hashes.get(node_id).map(String::as_str) == Some(hash)
+            && self.completed_nodes.iter().any(|n| n == node_id)
+    }
+}
+
+/// Everything a run needs to go on from where it is: written as the checkpoint after each node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunState {
+    /// The shared store: inputs at the root, node outputs by node id.
+    pub store: Map<String, Value>,
+    #[serde(rename = "__execution__")]
+    pub execution: ExecutionRecord,
+    /// The node to run next; None when the run is over.
+    pub next_node: Option<String>,
+}
+
+/// What a run looks up once: each node's plugin, the edges, the MCP sessions, the policies.
+struct RunContext<'w, 'r> {
+    plugins: HashMap<&'w str, Resolved<'r>>,
+    nodes: HashMap<&'w str, &'w Node>,
+    edges: HashMap<(&'w str, &'w str), &'w str>,
+    /// Servers start on first use and are shut down when this is dropped, at the end of the run.
+    mcp: Option<Arc<McpSessions>>,
+    strict: bool,
+    namespaced: bool,
+    limits: Limits,
+    http: HttpPolicy,
+}
+
 impl Executor<'_> {
     /// Runs `workflow` with `given` inputs (strings from a command line are converted to the
     /// declared type). Errors that stop it from starting come back as `StartError`; everything
@@ -140,99 +186,59 @@ impl Executor<'_> {
         given: Map<String, Value>,
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, StartError> {
+        let state = self.start(workflow, given)?;
+        self.run_from(workflow, state, None, on_event, &mut |_| {})
+    }
+
+    /// The state of a run that has not begun: the inputs resolved, the start node next.
+    pub fn start(
+        &self,
+        workflow: &Workflow,
+        given: Map<String, Value>,
+    ) -> Result<RunState, StartError> {
+        Ok(RunState {
+            store: resolve_inputs(&workflow.inputs, given)?,
+            execution: ExecutionRecord::default(),
+            next_node: Some(workflow.start().id.clone()),
+        })
+    }
+
+    /// Runs from `state` until the run ends, is cancelled, or fails. A node that `earlier`
+    /// completed with the same hash (type, component, resolved params) is not run again: its
+    /// outputs are taken from `earlier`. `on_step` sees the state after every node (to write it
+    /// as a checkpoint).
+    pub fn run_from(
+        &self,
+        workflow: &Workflow,
+        mut state: RunState,
+        earlier: Option<&RunState>,
+        on_event: &mut dyn FnMut(Event<'_>),
+        on_step: &mut dyn FnMut(&RunState),
+    ) -> Result<RunReport, StartError> {
         let started = Instant::now();
-        let mut store = resolve_inputs(&workflow.inputs, given)?;
-        let plugins = self.plugins_for(workflow)?;
-        // Servers start on first use and are shut down when `mcp` is dropped, at the end of the run.
-        let mcp = self.mcp_sessions(&plugins);
-        let strict = workflow.template_resolution_mode == TemplateMode::Strict;
-        let workflow_limits = self.limits.with(workflow.sandbox.as_ref());
-        let workflow_http = self
-            .http_policy
-            .narrowed(http_overrides(workflow.sandbox.as_ref()));
-
-        // Lookups by id and by (node, action), built once: a run is linear in its nodes.
-        let nodes: HashMap<&str, &Node> =
-            workflow.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
-        let mut edges: HashMap<(&str, &str), &str> = HashMap::new();
-        for edge in &workflow.edges {
-            // Of two edges from a node for the same action, the first wins.
-            edges
-                .entry((edge.from.as_str(), edge.action.as_str()))
-                .or_insert(edge.to.as_str());
-        }
-
+        let context = self.context(workflow)?;
         let mut reports = Vec::new();
         let mut failure = None;
         let mut status = Status::Succeeded;
-        let mut current = Some(workflow.start());
         // Cycles are refused when the workflow is read, so each node runs at most once.
-        while let Some(node) = current {
+        while let Some(node) = state
+            .next_node
+            .as_deref()
+            .and_then(|id| context.nodes.get(id).copied())
+        {
             if self.sandbox.is_cancelled() {
                 status = Status::Cancelled;
                 break;
             }
-            on_event(Event::NodeStarted {
-                id: &node.id,
-                node_type: &node.type_name,
-            });
-            let node_started = Instant::now();
-            let Resolved { plugin, mcp_tool } = plugins[node.id.as_str()];
-            // Borrowed unless the MCP target has to be added: a large param is not copied.
-            let params = match mcp_tool {
-                Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
-                None => std::borrow::Cow::Borrowed(&node.params),
-            };
-            let exec = Execution {
-                node_id: &node.id,
-                node_type: &node.type_name,
-                limits: workflow_limits.with(node.sandbox.as_ref()),
-                grants: plugin.grants,
-                http_policy: Arc::new(
-                    workflow_http.narrowed(http_overrides(node.sandbox.as_ref())),
-                ),
-                mcp: mcp.clone(),
-                mcp_read_only: mcp_tool.is_some_and(|t| t.annotations["readOnlyHint"] == true),
-                dry: self.dry.clone(),
-            };
-            let (result, cache) = match &node.batch {
-                None => self.run_once(plugin, &exec, &params, &store, strict),
-                Some(batch) => self.run_batch(plugin, &exec, &params, batch, &store, strict),
-            };
-            let (outputs, action, error) = match result {
-                Ok(outcome) => (outcome.outputs, outcome.action, None),
-                Err(failure) => {
-                    let written = Map::from_iter([("error".to_string(), json!(failure.message))]);
-                    (written, "error".to_string(), Some(failure))
-                }
-            };
-            write_outputs(&mut store, &node.id, outputs, workflow.enable_namespacing);
-            let report = NodeReport {
-                id: node.id.clone(),
-                node_type: node.type_name.clone(),
-                status: if error.is_some() {
-                    Status::Failed
-                } else {
-                    Status::Succeeded
-                },
-                action: action.clone(),
-                duration_ms: millis(node_started.elapsed()),
-                component_cache: cache,
-                error: error.clone(),
-            };
-            on_event(Event::NodeFinished(&report));
-            reports.push(report);
-
-            current = edges
-                .get(&(node.id.as_str(), action.as_str()))
-                .and_then(|id| nodes.get(id).copied());
-            if current.is_none() && action == "error" {
+            let report = self.step(&context, node, &mut state, earlier, on_event);
+            on_step(&state);
+            if state.next_node.is_none() && report.action == "error" {
                 // No edge handles the error: the run fails with it.
-                status = match &error {
+                status = match &report.error {
                     Some(e) if e.category == category::CANCELLED => Status::Cancelled,
                     _ => Status::Failed,
                 };
-                failure = error.or_else(|| {
+                failure = report.error.clone().or_else(|| {
                     Some(
                         NodeFailure::new(
                             "node",
@@ -243,11 +249,12 @@ impl Executor<'_> {
                     )
                 });
             }
+            reports.push(report);
         }
 
         let mut outputs = Map::new();
         if status == Status::Succeeded {
-            match collect_outputs(workflow, &store, strict) {
+            match collect_outputs(workflow, &state.store, context.strict) {
                 Ok(collected) => outputs = collected,
                 Err(e) => {
                     status = Status::Failed;
@@ -261,8 +268,146 @@ impl Executor<'_> {
             nodes: reports,
             error: failure,
             duration_ms: millis(started.elapsed()),
-            store,
+            store: state.store,
         })
+    }
+
+    fn context<'w>(&self, workflow: &'w Workflow) -> Result<RunContext<'w, '_>, StartError> {
+        let plugins = self.plugins_for(workflow)?;
+        let mcp = self.mcp_sessions(&plugins);
+        // Lookups by id and by (node, action), built once: a run is linear in its nodes.
+        let nodes = workflow.nodes.iter().map(|n| (n.id.as_str(), n)).collect();
+        let mut edges = HashMap::new();
+        for edge in &workflow.edges {
+            // Of two edges from a node for the same action, the first wins.
+            edges
+                .entry((edge.from.as_str(), edge.action.as_str()))
+                .or_insert(edge.to.as_str());
+        }
+        Ok(RunContext {
+            plugins,
+            nodes,
+            edges,
+            mcp,
+            strict: workflow.template_resolution_mode == TemplateMode::Strict,
+            namespaced: workflow.enable_namespacing,
+            limits: self.limits.with(workflow.sandbox.as_ref()),
+            http: self
+                .http_policy
+                .narrowed(http_overrides(workflow.sandbox.as_ref())),
+        })
+    }
+
+    /// Runs `node` (or takes it from `earlier`), records it in `state` and sets the next node.
+    fn step(
+        &self,
+        context: &RunContext<'_, '_>,
+        node: &Node,
+        state: &mut RunState,
+        earlier: Option<&RunState>,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> NodeReport {
+        on_event(Event::NodeStarted {
+            id: &node.id,
+            node_type: &node.type_name,
+        });
+        let node_started = Instant::now();
+        let Resolved { plugin, mcp_tool } = context.plugins[node.id.as_str()];
+        // Borrowed unless the MCP target has to be added: a large param is not copied.
+        let params = match mcp_tool {
+            Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
+            None => std::borrow::Cow::Borrowed(&node.params),
+        };
+        // Resolved once: the hash covers what the node really runs with.
+        let work = match &node.batch {
+            None => Work::Once(resolve_params(&params, &state.store, context.strict)),
+            Some(batch) => Work::Batch(batch),
+        };
+        let hash = node_hash(node, plugin, &work, &params, &state.store);
+        let reused = match (&hash, earlier) {
+            (Some(hash), Some(earlier)) if context.namespaced => earlier
+                .execution
+                .completed_with(&node.id, hash)
+                .then(|| earlier.store.get(&node.id).cloned())
+                .flatten()
+                .map(|outputs| {
+                    let action = earlier.execution.node_actions.get(&node.id).cloned();
+                    (outputs, action.unwrap_or_else(pflow_ir::default_action))
+                }),
+            _ => None,
+        };
+        let (outputs, action, error, cache, cached) = match reused {
+            Some((outputs, action)) => (outputs_of(outputs), action, None, None, true),
+            None => {
+                let exec = Execution {
+                    node_id: &node.id,
+                    node_type: &node.type_name,
+                    limits: context.limits.with(node.sandbox.as_ref()),
+                    grants: plugin.grants,
+                    http_policy: Arc::new(
+                        context.http.narrowed(http_overrides(node.sandbox.as_ref())),
+                    ),
+                    mcp: context.mcp.clone(),
+                    mcp_read_only: mcp_tool.is_some_and(|t| t.annotations["readOnlyHint"] == true),
+                    dry: self.dry.clone(),
+                };
+                let (result, cache) = match work {
+                    Work::Once(Ok(resolved)) => self.run_resolved(plugin, &exec, &resolved),
+                    Work::Once(Err(e)) => (Err(e.at(&node.id, &node.type_name)), None),
+                    Work::Batch(batch) => {
+                        self.run_batch(plugin, &exec, &params, batch, &state.store, context.strict)
+                    }
+                };
+                match result {
+                    Ok(outcome) => (outcome.outputs, outcome.action, None, cache, false),
+                    Err(failure) => {
+                        let written =
+                            Map::from_iter([("error".to_string(), json!(failure.message))]);
+                        (written, "error".to_string(), Some(failure), cache, false)
+                    }
+                }
+            }
+        };
+        // A node that failed, returned `error` or wrote an `error` is never cached.
+        let clean = error.is_none() && action != "error" && !outputs.contains_key("error");
+        write_outputs(&mut state.store, &node.id, outputs, context.namespaced);
+        let record = &mut state.execution;
+        if clean {
+            record.completed_nodes.retain(|n| n != &node.id);
+            record.completed_nodes.push(node.id.clone());
+            record.node_actions.insert(node.id.clone(), action.clone());
+            match hash {
+                Some(hash) => record.node_hashes.insert(node.id.clone(), hash),
+                None => record.node_hashes.remove(&node.id),
+            };
+            if record.failed_node.as_deref() == Some(node.id.as_str()) {
+                record.failed_node = None;
+            }
+        } else {
+            record.completed_nodes.retain(|n| n != &node.id);
+            record.node_hashes.remove(&node.id);
+            record.failed_node = Some(node.id.clone());
+        }
+        state.next_node = context
+            .edges
+            .get(&(node.id.as_str(), action.as_str()))
+            .map(|id| id.to_string());
+        let report = NodeReport {
+            id: node.id.clone(),
+            node_type: node.type_name.clone(),
+            status: if error.is_some() {
+                Status::Failed
+            } else {
+                Status::Succeeded
+            },
+            action,
+            duration_ms: millis(node_started.elapsed()),
+            component_cache: cache,
+            cached,
+            error,
+        };
+        on_event(Event::NodeFinished(&report));
+        report
     }
 
     /// The plugin of every node, or the first node whose type no plugin provides.
@@ -312,6 +457,18 @@ impl Executor<'_> {
         }
     }
 
+    fn run_resolved(
+        &self,
+        plugin: &Plugin,
+        exec: &Execution<'_>,
+        params: &Map<String, Value>,
+    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
+        match plugin.prepared(self.sandbox) {
+            Ok((pre, cache)) => (self.sandbox.run(pre, exec, params), Some(cache)),
+            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
+        }
+    }
+
     fn run_once(
         &self,
         plugin: &Plugin,
@@ -320,14 +477,10 @@ impl Executor<'_> {
         scope: &dyn Scope,
         strict: bool,
     ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
-        let (pre, cache) = match plugin.prepared(self.sandbox) {
-            Ok(prepared) => prepared,
-            Err(e) => return (Err(e.at(exec.node_id, exec.node_type)), None),
-        };
-        let result = resolve_params(params, scope, strict)
-            .map_err(|e| e.at(exec.node_id, exec.node_type))
-            .and_then(|params| self.sandbox.run(pre, exec, &params));
-        (result, Some(cache))
+        match resolve_params(params, scope, strict) {
+            Ok(params) => self.run_resolved(plugin, exec, &params),
+            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
+        }
     }
 
     /// pflow's `batch`: the node once per item, with the item as `${item}` (or the `as` name)
@@ -483,6 +636,48 @@ fn template_failure(unresolved: Unresolved, category: &str, place: &str) -> Node
             format!("{place}: {}", unresolved.message),
         )
     }
+}
+
+/// What a node is about to do: run once with these params, or once per batch item.
+enum Work<'a> {
+    Once(Result<Map<String, Value>, NodeFailure>),
+    Batch(&'a BatchConfig),
+}
+
+/// The namespace a node wrote, as a map (an earlier run's checkpoint holds it as a value).
+fn outputs_of(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// What a node runs with: its type, its component and its params after templates were
+/// resolved (for a batch, the raw params and the resolved items). None when they cannot be
+/// resolved: such a node fails, and is never cached.
+fn node_hash(
+    node: &Node,
+    plugin: &Plugin,
+    work: &Work<'_>,
+    raw: &Map<String, Value>,
+    store: &Map<String, Value>,
+) -> Option<String> {
+    let material = match work {
+        Work::Once(Ok(params)) => json!({"params": params}),
+        Work::Once(Err(_)) => return None,
+        Work::Batch(batch) => {
+            let items = batch_items(batch, store).ok()?;
+            json!({"params": raw, "batch": batch, "items": items})
+        }
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(node.type_name.as_bytes());
+    hasher.update([0]);
+    hasher.update(plugin.hash().as_bytes());
+    hasher.update([0]);
+    // serde_json keeps insertion order, the same for the same workflow and the same values.
+    hasher.update(material.to_string().as_bytes());
+    Some(format!("{:x}", hasher.finalize()))
 }
 
 fn write_outputs(

@@ -22,7 +22,9 @@ mod seccomp;
 mod spawn;
 
 pub use error::NodeFailure;
-pub use executor::{Event, Executor, NodeReport, RunReport, StartError, Status};
+pub use executor::{
+    Event, ExecutionRecord, Executor, NodeReport, RunReport, RunState, StartError, Status,
+};
 pub use home::{PflowHome, Settings};
 pub use limits::Limits;
 pub use registry::{Origin, PluginDir, Registry};
