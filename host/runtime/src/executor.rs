@@ -109,9 +109,10 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<NodeFailure>,
     pub duration_ms: f64,
-    /// The shared store at the end of the run: inputs at the root, node outputs by node id.
+    /// The state at the end: the shared store (inputs at the root, node outputs by node id),
+    /// what completed, and where a resume would go on.
     #[serde(skip)]
-    pub store: Map<String, Value>,
+    pub state: RunState,
 }
 
 /// Progress, for a display.
@@ -187,7 +188,7 @@ impl Executor<'_> {
         on_event: &mut dyn FnMut(Event<'_>),
     ) -> Result<RunReport, StartError> {
         let state = self.start(workflow, given)?;
-        self.run_from(workflow, state, None, on_event, &mut |_| {})
+        self.run_from(workflow, state, None, on_event, &mut |_, _| {})
     }
 
     /// The state of a run that has not begun: the inputs resolved, the start node next.
@@ -205,15 +206,15 @@ impl Executor<'_> {
 
     /// Runs from `state` until the run ends, is cancelled, or fails. A node that `earlier`
     /// completed with the same hash (type, component, resolved params) is not run again: its
-    /// outputs are taken from `earlier`. `on_step` sees the state after every node (to write it
-    /// as a checkpoint).
+    /// outputs are taken from `earlier`. `on_step` sees the state after every node, with that
+    /// node's report (to write the checkpoint).
     pub fn run_from(
         &self,
         workflow: &Workflow,
         mut state: RunState,
         earlier: Option<&RunState>,
         on_event: &mut dyn FnMut(Event<'_>),
-        on_step: &mut dyn FnMut(&RunState),
+        on_step: &mut dyn FnMut(&RunState, &NodeReport),
     ) -> Result<RunReport, StartError> {
         let started = Instant::now();
         let context = self.context(workflow)?;
@@ -231,7 +232,7 @@ impl Executor<'_> {
                 break;
             }
             let report = self.step(&context, node, &mut state, earlier, on_event);
-            on_step(&state);
+            on_step(&state, &report);
             if state.next_node.is_none() && report.action == "error" {
                 // No edge handles the error: the run fails with it.
                 status = match &report.error {
@@ -268,7 +269,7 @@ impl Executor<'_> {
             nodes: reports,
             error: failure,
             duration_ms: millis(started.elapsed()),
-            store: state.store,
+            state,
         })
     }
 

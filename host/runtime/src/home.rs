@@ -52,6 +52,11 @@ impl PflowHome {
         self.root.join("mcp-tools.json")
     }
 
+    /// One directory per run, holding its checkpoint.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.root.join("runs")
+    }
+
     pub fn settings_path(&self) -> PathBuf {
         self.root.join("settings.json")
     }

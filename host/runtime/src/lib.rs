@@ -16,6 +16,7 @@ pub mod home;
 pub mod limits;
 pub mod mcp;
 pub mod registry;
+pub mod runs;
 pub mod runtime_validation;
 pub mod sandbox;
 mod seccomp;

@@ -147,9 +147,14 @@ pub fn validate_runtime(
         if failed_ids.contains(&node.id) || unverified_ids.contains(&node.id) {
             continue;
         }
-        if let Some(error) = report.store.get(&node.id).and_then(|ns| ns.get("error")) {
+        if let Some(error) = report
+            .state
+            .store
+            .get(&node.id)
+            .and_then(|ns| ns.get("error"))
+        {
             validation.runtime_errors.push(NodeFailure {
-                available: written_keys(&report.store, &node.id),
+                available: written_keys(&report.state.store, &node.id),
                 ..NodeFailure::new(
                     "namespaced_error",
                     "node_error",
@@ -183,13 +188,13 @@ pub fn validate_runtime(
             }
             // A node that did not run (an earlier failure, a branch not taken) is no evidence,
             // and what a failed node did not write follows from its failure, already reported.
-            if !report.store.contains_key(&node.id)
+            if !report.state.store.contains_key(&node.id)
                 || failed_ids.contains(&node.id)
                 || already.contains(&written)
             {
                 continue;
             }
-            if let Err(unresolved) = reference.resolve(&report.store as &dyn Scope) {
+            if let Err(unresolved) = reference.resolve(&report.state.store as &dyn Scope) {
                 if validation
                     .runtime_errors
                     .iter()
@@ -200,7 +205,7 @@ pub fn validate_runtime(
                 validation.runtime_errors.push(NodeFailure {
                     fixable: true,
                     attempted: vec![written],
-                    available: written_keys(&report.store, &node.id),
+                    available: written_keys(&report.state.store, &node.id),
                     ..NodeFailure::new(
                         "missing_template",
                         "missing_template_path",

@@ -55,7 +55,7 @@ fn run(
     let state = executor.start(&workflow, inputs).unwrap();
     let mut last = state.clone();
     let report = executor
-        .run_from(&workflow, state, earlier, &mut |_| {}, &mut |s| {
+        .run_from(&workflow, state, earlier, &mut |_| {}, &mut |s, _| {
             last = s.clone()
         })
         .unwrap();
