@@ -6,6 +6,7 @@ mod plan_cmd;
 mod plan_display;
 mod registry_cmd;
 mod run_cmd;
+mod runs_cmd;
 mod signals;
 mod validate_cmd;
 mod workflow_file;
@@ -52,6 +53,9 @@ enum Command {
     /// Show the node types that are installed.
     #[command(subcommand)]
     Registry(registry_cmd::RegistryCommand),
+    /// Past runs and their checkpoints (resume one with `run --resume RUN_ID`).
+    #[command(subcommand)]
+    Runs(runs_cmd::RunsCommand),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -107,6 +111,8 @@ fn main() -> ExitCode {
         Some(Command::Registry(command)) => {
             open().and_then(|host| registry_cmd::run(&host, command))
         }
+        // Reads files only: no engine, no plugins.
+        Some(Command::Runs(command)) => runs_cmd::run(&PflowHome::from_env(), command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,10 +1,12 @@
-//! `pflow-host run FILE.json [key=value ...]`.
+//! `pflow-host run FILE.json [key=value ...]` and `pflow-host run --resume RUN_ID`: every run
+//! keeps its checkpoint in `~/.pflow/runs/<run-id>/`.
 
 use crate::display::{self, Progress};
 use crate::{exit, OutputFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
+use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, Runs};
 use pflow_runtime::{Host, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
@@ -12,64 +14,148 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The workflow, in pflow's JSON IR.
-    file: PathBuf,
+    /// The workflow, in pflow's JSON IR (or a saved one). With --resume, the run's own
+    /// workflow is used unless a file is given.
+    #[arg(required_unless_present = "resume")]
+    file: Option<PathBuf>,
     /// Workflow inputs as key=value (converted to each input's declared type).
     #[arg(value_name = "KEY=VALUE")]
     inputs: Vec<String>,
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output_format: OutputFormat,
+    /// Go on with an earlier run (its id, or `last`): nodes that completed with the same
+    /// params are not run again. Its inputs are reused; key=value ones replace them.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<String>,
 }
 
-pub fn run(host: &Host, args: RunArgs) -> Result<u8> {
+/// What to run: the workflow, the inputs as given, and the earlier run it goes on from.
+struct Plan {
+    workflow: Workflow,
+    workflow_path: Option<PathBuf>,
+    inputs: Map<String, Value>,
+    resumed: Option<Checkpoint>,
+}
+
+pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     let json_output = args.output_format == OutputFormat::Json;
-    let workflow = match load_workflow(&args.file) {
-        Ok(workflow) => workflow,
-        Err(error) => {
-            return Ok(cannot_start(
-                json_output,
-                "invalid_workflow",
-                &format!("{error:#}"),
-            ))
+    // `run --resume last key=value`: the first input lands where the file would.
+    if args.resume.is_some() {
+        if let Some(file) = args
+            .file
+            .take_if(|f| !f.exists() && f.to_string_lossy().contains('='))
+        {
+            args.inputs.insert(0, file.to_string_lossy().into_owned());
         }
+    }
+    let runs = Runs::new(host.home.runs_dir());
+    let plan = match plan_run(&runs, &args) {
+        Ok(plan) => plan,
+        Err((category, error)) => return Ok(cannot_start(json_output, category, &error)),
     };
-    let mut inputs = match parse_inputs(&args.inputs) {
-        Ok(inputs) => inputs,
-        Err(error) => {
-            return Ok(cannot_start(
-                json_output,
-                "invalid_input",
-                &format!("{error:#}"),
-            ))
-        }
-    };
+    let Plan {
+        workflow,
+        workflow_path,
+        mut inputs,
+        resumed,
+    } = plan;
     read_piped_stdin(&workflow, &mut inputs)?;
 
     crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
 
-    let mut progress = Progress::new(!json_output);
-    let report = match host
-        .executor()
-        .run(&workflow, inputs, &mut |event| progress.event(event))
-    {
-        Ok(report) => report,
+    let executor = host.executor();
+    let state = match executor.start(&workflow, inputs.clone()) {
+        Ok(state) => state,
         Err(error) => {
-            progress.finish();
             return Ok(cannot_start(
                 json_output,
                 start_error_category(&error),
                 &error.to_string(),
-            ));
+            ))
         }
     };
+    let started_at = runs::now();
+    let meta = RunMeta {
+        run_id: match &resumed {
+            Some(checkpoint) => checkpoint.meta.run_id.clone(),
+            None => Runs::new_id(),
+        },
+        status: RunStatus::Running,
+        workflow_path,
+        workflow: serde_json::to_value(&workflow).unwrap_or_default(),
+        inputs,
+        started_at,
+        updated_at: started_at,
+    };
+    let mut recorder = Recorder::start(&runs, meta, &state);
+    let mut progress = Progress::new(!json_output);
+    let earlier = resumed.as_ref().map(|c| &c.state);
+    let report = executor.run_from(
+        &workflow,
+        state,
+        earlier,
+        &mut |event| progress.event(event),
+        &mut |state, report| recorder.step(state, report),
+    );
     progress.finish();
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            return Ok(cannot_start(
+                json_output,
+                start_error_category(&error),
+                &error.to_string(),
+            ))
+        }
+    };
+    recorder.finish(report.status, &report.state);
+    let run_id = &recorder.meta.run_id;
 
     if json_output {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut document = serde_json::to_value(&report)?;
+        document["run_id"] = json!(run_id);
+        println!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         display::print_report(&report);
+        if report.status != pflow_runtime::Status::Succeeded {
+            eprintln!("Resume with: pflow-host run --resume {run_id}");
+        }
     }
     Ok(exit::of(report.status))
+}
+
+/// The workflow and inputs of a new run, or of the run to resume; (category, message) when
+/// there is nothing to run.
+fn plan_run(runs: &Runs, args: &RunArgs) -> Result<Plan, (&'static str, String)> {
+    let given = parse_inputs(&args.inputs).map_err(|e| ("invalid_input", format!("{e:#}")))?;
+    let load =
+        |path: &PathBuf| load_workflow(path).map_err(|e| ("invalid_workflow", format!("{e:#}")));
+    let Some(id) = &args.resume else {
+        let path = args.file.clone().unwrap_or_default();
+        return Ok(Plan {
+            workflow: load(&path)?,
+            workflow_path: Some(path),
+            inputs: given,
+            resumed: None,
+        });
+    };
+    let checkpoint = runs.load(id).map_err(|e| ("unknown_run", e.to_string()))?;
+    let (workflow, workflow_path) = match &args.file {
+        Some(path) => (load(path)?, Some(path.clone())),
+        None => {
+            let workflow = Workflow::from_json(&checkpoint.meta.workflow.to_string())
+                .map_err(|e| ("invalid_workflow", format!("the run's workflow: {e}")))?;
+            (workflow, checkpoint.meta.workflow_path.clone())
+        }
+    };
+    let mut inputs = checkpoint.meta.inputs.clone();
+    inputs.extend(given);
+    Ok(Plan {
+        workflow,
+        workflow_path,
+        inputs,
+        resumed: Some(checkpoint),
+    })
 }
 
 /// A workflow file, or a saved workflow (`~/.pflow/workflows/NAME.json`, the IR wrapped with
