@@ -59,5 +59,6 @@ bench: build test-peers
     cargo bench -p pflow-runtime --bench mcp_echo
     cargo bench -p pflow-runtime --bench runtime_validation_overhead
     cargo bench -p pflow-runtime --bench dry_shell_overhead
+    cargo bench -p pflow-runtime --bench checkpoint
     cargo bench -p pflow-host --bench run_example
     cargo bench -p pflow-planner --bench planner_overhead
