@@ -178,23 +178,31 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
         }
     };
     let mut run_progress = display::Progress::new(!json_output);
-    let report = host
-        .executor()
-        .run(&workflow, output.execution_params.clone(), &mut |event| {
-            run_progress.event(event)
-        });
+    let recorded = crate::run_cmd::run_recorded(
+        host,
+        &workflow,
+        saved_path.clone(),
+        output.execution_params.clone(),
+        None,
+        &mut run_progress,
+    );
     run_progress.finish();
-    let report = match report {
-        Ok(report) => report,
+    let (report, run_id) = match recorded {
+        Ok(recorded) => recorded,
         Err(error) => {
             eprintln!("error: {error}");
             return Ok(exit::FAILED);
         }
     };
     if json_output {
-        print_json(&summary(Some(&report), true));
+        let mut document = summary(Some(&report), true);
+        document["run_id"] = json!(run_id);
+        print_json(&document);
     } else {
         display::print_report(&report);
+        if report.status != Status::Succeeded {
+            eprintln!("Resume with: pflow-host run --resume {run_id}");
+        }
     }
     Ok(exit::of(report.status))
 }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
 use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, Runs};
-use pflow_runtime::{Host, StartError};
+use pflow_runtime::{Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -63,43 +63,18 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
 
     crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
 
-    let executor = host.executor();
-    let state = match executor.start(&workflow, inputs.clone()) {
-        Ok(state) => state,
-        Err(error) => {
-            return Ok(cannot_start(
-                json_output,
-                start_error_category(&error),
-                &error.to_string(),
-            ))
-        }
-    };
-    let started_at = runs::now();
-    let meta = RunMeta {
-        run_id: match &resumed {
-            Some(checkpoint) => checkpoint.meta.run_id.clone(),
-            None => Runs::new_id(),
-        },
-        status: RunStatus::Running,
-        workflow_path,
-        workflow: serde_json::to_value(&workflow).unwrap_or_default(),
-        inputs,
-        started_at,
-        updated_at: started_at,
-    };
-    let mut recorder = Recorder::start(&runs, meta, &state);
     let mut progress = Progress::new(!json_output);
-    let earlier = resumed.as_ref().map(|c| &c.state);
-    let report = executor.run_from(
+    let recorded = run_recorded(
+        host,
         &workflow,
-        state,
-        earlier,
-        &mut |event| progress.event(event),
-        &mut |state, report| recorder.step(state, report),
+        workflow_path,
+        inputs,
+        resumed.as_ref(),
+        &mut progress,
     );
     progress.finish();
-    let report = match report {
-        Ok(report) => report,
+    let (report, run_id) = match recorded {
+        Ok(recorded) => recorded,
         Err(error) => {
             return Ok(cannot_start(
                 json_output,
@@ -108,8 +83,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
             ))
         }
     };
-    recorder.finish(report.status, &report.state);
-    let run_id = &recorder.meta.run_id;
+    let run_id = &run_id;
 
     if json_output {
         let mut document = serde_json::to_value(&report)?;
@@ -122,6 +96,44 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
         }
     }
     Ok(exit::of(report.status))
+}
+
+/// Runs `workflow` with a checkpoint after every node in `~/.pflow/runs/<run-id>/` (the id of
+/// `resumed`, or a new one), skipping what `resumed` completed with the same params.
+pub(crate) fn run_recorded(
+    host: &Host,
+    workflow: &Workflow,
+    workflow_path: Option<PathBuf>,
+    inputs: Map<String, Value>,
+    resumed: Option<&Checkpoint>,
+    progress: &mut Progress,
+) -> Result<(RunReport, String), StartError> {
+    let runs = Runs::new(host.home.runs_dir());
+    let executor = host.executor();
+    let state = executor.start(workflow, inputs.clone())?;
+    let started_at = runs::now();
+    let meta = RunMeta {
+        run_id: match resumed {
+            Some(checkpoint) => checkpoint.meta.run_id.clone(),
+            None => Runs::new_id(),
+        },
+        status: RunStatus::Running,
+        workflow_path,
+        workflow: serde_json::to_value(workflow).unwrap_or_default(),
+        inputs,
+        started_at,
+        updated_at: started_at,
+    };
+    let mut recorder = Recorder::start(&runs, meta, &state);
+    let report = executor.run_from(
+        workflow,
+        state,
+        resumed.map(|c| &c.state),
+        &mut |event| progress.event(event),
+        &mut |state, report| recorder.step(state, report),
+    )?;
+    recorder.finish(report.status, &report.state);
+    Ok((report, recorder.meta.run_id.clone()))
 }
 
 /// The workflow and inputs of a new run, or of the run to resume; (category, message) when
