@@ -146,12 +146,11 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 HttpPolicy::from_settings(&host.settings.http),
             )
             .map_err(|e| anyhow!(e))?;
-            let cancel = host.sandbox.cancel_flag();
-            crate::signals::cancel_on_interrupt(cancel.clone());
+            let cancel = crate::signals::cancel_on_interrupt();
             let mut tools = ToolsFile::load(&tools_path);
             let mut failed = 0;
             for name in names {
-                if host.sandbox.is_cancelled() {
+                if cancel.is_cancelled() {
                     break;
                 }
                 match sessions.list_tools(&name, Instant::now() + timeout, &cancel) {
@@ -166,7 +165,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 }
             }
             sessions.shutdown();
-            if host.sandbox.is_cancelled() {
+            if cancel.is_cancelled() {
                 eprintln!("cancelled: the tools recorded before are kept");
                 return Ok(exit::CANCELLED);
             }

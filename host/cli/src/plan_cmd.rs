@@ -80,13 +80,14 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
             None
         }
     };
-    crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
+    let cancel = crate::signals::cancel_on_interrupt();
 
     let mut progress = PlanProgress::new(!json_output);
     let planner = Planner {
         host,
         llm: &llm,
         library: &library,
+        cancel: &cancel,
     };
     let shared = planner.plan(&request, cli_params, &mut |event| {
         progress.event(event);
@@ -184,6 +185,7 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
         saved_path.clone(),
         output.execution_params.clone(),
         None,
+        &cancel,
         &mut run_progress,
     );
     run_progress.finish();
@@ -200,9 +202,7 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
         print_json(&document);
     } else {
         display::print_report(&report);
-        if report.status != Status::Succeeded {
-            eprintln!("Resume with: pflow-host run --resume {run_id}");
-        }
+        crate::run_cmd::print_resume_hint(&report, &run_id);
     }
     Ok(exit::of(report.status))
 }

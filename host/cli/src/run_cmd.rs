@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
 use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, Runs};
-use pflow_runtime::{Host, RunReport, StartError};
+use pflow_runtime::{CancelToken, Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -61,7 +61,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     } = plan;
     read_piped_stdin(&workflow, &mut inputs)?;
 
-    crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
+    let cancel = crate::signals::cancel_on_interrupt();
 
     let mut progress = Progress::new(!json_output);
     let recorded = run_recorded(
@@ -70,6 +70,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
         workflow_path,
         inputs,
         resumed.as_ref(),
+        &cancel,
         &mut progress,
     );
     progress.finish();
@@ -91,9 +92,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         display::print_report(&report);
-        if report.status != pflow_runtime::Status::Succeeded {
-            eprintln!("Resume with: pflow-host run --resume {run_id}");
-        }
+        print_resume_hint(&report, run_id);
     }
     Ok(exit::of(report.status))
 }
@@ -106,10 +105,11 @@ pub(crate) fn run_recorded(
     workflow_path: Option<PathBuf>,
     inputs: Map<String, Value>,
     resumed: Option<&Checkpoint>,
+    cancel: &CancelToken,
     progress: &mut Progress,
 ) -> Result<(RunReport, String), StartError> {
     let runs = Runs::new(host.home.runs_dir());
-    let executor = host.executor();
+    let executor = host.executor(cancel);
     let state = executor.start(workflow, inputs.clone())?;
     let started_at = runs::now();
     let meta = RunMeta {
@@ -134,6 +134,15 @@ pub(crate) fn run_recorded(
     )?;
     recorder.finish(report.status, &report.state);
     Ok((report, recorder.meta.run_id.clone()))
+}
+
+/// How to go on with a run that stopped after finishing some work (without any, running it
+/// again is the same).
+pub(crate) fn print_resume_hint(report: &RunReport, run_id: &str) {
+    let finished_some = !report.state.execution.completed_nodes.is_empty();
+    if report.status != pflow_runtime::Status::Succeeded && finished_some {
+        eprintln!("Resume with: pflow-host run --resume {run_id}");
+    }
 }
 
 /// The workflow and inputs of a new run, or of the run to resume; (category, message) when

@@ -3,12 +3,15 @@
 //! and the command reports what finished; a second one quits at once, after killing every
 //! process the host still confines.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use pflow_runtime::CancelToken;
 
-pub fn cancel_on_interrupt(cancel: Arc<AtomicBool>) {
+/// A token that Ctrl-C, SIGTERM and SIGHUP cancel: the command's every run and LLM call share it.
+/// Called once per process (the handler can be installed once).
+pub fn cancel_on_interrupt() -> CancelToken {
+    let token = CancelToken::new();
+    let cancel = token.clone();
     let installed = ctrlc::set_handler(move || {
-        if cancel.swap(true, Ordering::SeqCst) {
+        if cancel.cancel_again() {
             pflow_runtime::confine::kill_everything();
             std::process::exit(crate::exit::CANCELLED.into());
         }
@@ -17,4 +20,5 @@ pub fn cancel_on_interrupt(cancel: Arc<AtomicBool>) {
     if let Err(e) = installed {
         tracing::warn!("cannot handle Ctrl-C: {e}");
     }
+    token
 }

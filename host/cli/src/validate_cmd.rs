@@ -100,9 +100,15 @@ fn runtime(
             return Ok(exit::FAILED);
         }
     };
-    crate::signals::cancel_on_interrupt(host.sandbox.cancel_flag());
-    let validation = validate_runtime(host.executor(), &workflow, inputs, args.live, args.attempts);
-    if host.sandbox.is_cancelled() {
+    let cancel = crate::signals::cancel_on_interrupt();
+    let validation = validate_runtime(
+        host.executor(&cancel),
+        &workflow,
+        inputs,
+        args.live,
+        args.attempts,
+    );
+    if cancel.is_cancelled() {
         eprintln!("cancelled: runtime validation stopped before it finished");
         return Ok(exit::CANCELLED);
     }

@@ -36,10 +36,12 @@ fn main() {
     })
     .unwrap();
     let library = WorkflowLibrary::new(home.path().join("workflows"));
+    let cancel = pflow_runtime::CancelToken::new();
     let planner = Planner {
         host: &host,
         llm: &llm,
         library: &library,
+        cancel: &cancel,
     };
 
     let once = || {
@@ -57,7 +59,7 @@ fn main() {
             .unwrap();
         let workflow = pflow_ir::Workflow::from_json(&workflow_json.to_string()).unwrap();
         let report = host
-            .executor()
+            .executor(&Default::default())
             .run(&workflow, output.execution_params.clone(), &mut |_| {})
             .unwrap();
         let total = started.elapsed();

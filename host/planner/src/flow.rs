@@ -18,8 +18,8 @@ use crate::nodes::{
 };
 use crate::shared::Shared;
 use pflow_llm::Client;
+use pflow_runtime::CancelToken;
 use pflow_runtime::Host;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) type Action = &'static str;
 
@@ -28,7 +28,7 @@ pub(crate) struct Env<'a> {
     pub host: &'a Host,
     pub llm: &'a Client,
     pub library: &'a WorkflowLibrary,
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a CancelToken,
     pub on_event: &'a mut dyn FnMut(&PlannerEvent),
 }
 
@@ -99,7 +99,7 @@ fn run_node<N: PlannerNode>(node: &N, env: &mut Env<'_>, shared: &mut Shared) ->
 pub(crate) fn run(env: &mut Env<'_>, shared: &mut Shared) {
     let mut step = Some(Step::Context);
     while let Some(current) = step {
-        if current != Step::Result && env.cancel.load(Ordering::Relaxed) {
+        if current != Step::Result && env.cancel.is_cancelled() {
             shared.cancelled = true;
             step = Some(Step::Result);
             continue;

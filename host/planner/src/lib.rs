@@ -22,7 +22,7 @@ pub use library::{SavedWorkflow, WorkflowLibrary};
 pub use shared::Shared;
 
 use pflow_llm::{Client, Usage};
-use pflow_runtime::{Host, NodeFailure};
+use pflow_runtime::{CancelToken, Host, NodeFailure};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -65,11 +65,13 @@ pub struct Planner<'a> {
     pub host: &'a Host,
     pub llm: &'a Client,
     pub library: &'a WorkflowLibrary,
+    /// Stops the LLM call in flight (within 10 ms) and the dry run.
+    pub cancel: &'a CancelToken,
 }
 
 impl Planner<'_> {
-    /// Plans `request`; `cli_params` are the user's `key=value` inputs. Stops early when the
-    /// host's cancel flag is set (the LLM call in flight within 10 ms). The store comes back
+    /// Plans `request`; `cli_params` are the user's `key=value` inputs. Stops early when
+    /// `cancel` is set (the LLM call in flight within 10 ms). The store comes back
     /// whole: `planner_output` is the result, `runtime_validation` what the dry run did.
     pub fn plan(
         &self,
@@ -77,12 +79,11 @@ impl Planner<'_> {
         cli_params: Map<String, Value>,
         on_event: &mut dyn FnMut(&PlannerEvent),
     ) -> Shared {
-        let cancel = self.host.sandbox.cancel_flag();
         let mut env = flow::Env {
             host: self.host,
             llm: self.llm,
             library: self.library,
-            cancel: &cancel,
+            cancel: self.cancel,
             on_event,
         };
         let mut shared = Shared {

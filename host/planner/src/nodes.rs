@@ -437,7 +437,13 @@ impl PlannerNode for RuntimeValidationNode {
 
     fn exec(&self, env: &mut Env<'_>, (workflow, params, attempts): Self::Prep) -> Self::Exec {
         match Workflow::from_json(&workflow.to_string()) {
-            Ok(parsed) => validate_runtime(env.host.executor(), &parsed, params, false, attempts),
+            Ok(parsed) => validate_runtime(
+                env.host.executor(env.cancel),
+                &parsed,
+                params,
+                false,
+                attempts,
+            ),
             // Validation passed, so this cannot happen; if it does, it is not the model's to fix.
             Err(error) => RuntimeValidation::cannot_run(error.to_string(), attempts),
         }
@@ -456,7 +462,7 @@ impl PlannerNode for RuntimeValidationNode {
         shared.runtime_attempts = validation.runtime_attempts;
         let route = validation.route;
         shared.runtime_validation = Some(validation);
-        if env.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+        if env.cancel.is_cancelled() {
             shared.cancelled = true;
             return "failed_runtime";
         }

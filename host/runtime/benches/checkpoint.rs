@@ -29,6 +29,7 @@ fn main() {
         mcp_servers: Default::default(),
         mcp_allowed: vec!["*".to_string()],
         dry: None,
+        cancel: Default::default(),
     };
     let dir = tempfile::tempdir().unwrap();
     let runs = Runs::new(dir.path());

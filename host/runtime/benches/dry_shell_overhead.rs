@@ -33,6 +33,7 @@ fn main() {
             mcp_servers: Default::default(),
             mcp_allowed: Vec::new(),
             dry: dry.clone(),
+            cancel: Default::default(),
         };
         let report = executor
             .run(&workflow, Map::new(), &mut |_| {})

@@ -111,6 +111,7 @@ fn main() {
         mcp: None,
         mcp_read_only: false,
         dry: None,
+        cancel: Default::default(),
     };
     let params: Map<String, Value> = json!({
         "url": url,

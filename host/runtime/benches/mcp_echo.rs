@@ -70,6 +70,7 @@ fn main() {
         mcp: Some(sessions.clone()),
         mcp_read_only: false,
         dry: None,
+        cancel: Default::default(),
     };
     let params: Map<String, Value> = json!({
         "message": "hello",

@@ -33,6 +33,7 @@ fn main() {
         mcp: None,
         mcp_read_only: false,
         dry: None,
+        cancel: Default::default(),
     };
     let params: Map<String, Value> = json!({"message": "hello", "n": 42})
         .as_object()

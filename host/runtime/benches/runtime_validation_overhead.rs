@@ -42,6 +42,7 @@ fn main() {
         mcp_servers: Default::default(),
         mcp_allowed: vec!["*".to_string()],
         dry: None,
+        cancel: Default::default(),
     };
     let once = || {
         let started = Instant::now();

@@ -1,6 +1,7 @@
 //! Runs a workflow: inputs in, nodes in edge order with `${...}` resolved against the shared
 //! store, each node in its own sandboxed instance, declared outputs out.
 
+use crate::cancel::CancelToken;
 use crate::capabilities::http::HttpPolicy;
 use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
@@ -133,6 +134,8 @@ pub struct Executor<'a> {
     pub mcp_allowed: Vec<String>,
     /// Set for a dry run (runtime validation): side effects are contained or skipped.
     pub dry: Option<Arc<DryRun>>,
+    /// This run's cancellation (a fresh token for each run unless the caller shares one).
+    pub cancel: CancelToken,
 }
 
 /// pflow's `__execution__` record: which nodes finished, with which action, and the hash of
@@ -227,7 +230,7 @@ impl Executor<'_> {
             .as_deref()
             .and_then(|id| context.nodes.get(id).copied())
         {
-            if self.sandbox.is_cancelled() {
+            if self.cancel.is_cancelled() {
                 status = Status::Cancelled;
                 break;
             }
@@ -351,6 +354,7 @@ impl Executor<'_> {
                     mcp: context.mcp.clone(),
                     mcp_read_only: mcp_tool.is_some_and(|t| t.annotations["readOnlyHint"] == true),
                     dry: self.dry.clone(),
+                    cancel: self.cancel.clone(),
                 };
                 let (result, cache) = match work {
                     Work::Once(Ok(resolved)) => self.run_resolved(plugin, &exec, &resolved),
@@ -516,7 +520,7 @@ impl Executor<'_> {
                 cache = cache.or(used);
                 if result.is_ok()
                     || attempt >= batch.max_retries.max(1)
-                    || self.sandbox.is_cancelled()
+                    || self.cancel.is_cancelled()
                 {
                     break result;
                 }

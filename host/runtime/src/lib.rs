@@ -7,6 +7,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod bindings;
+pub mod cancel;
 pub mod capabilities;
 pub mod confine;
 pub mod dry;
@@ -22,6 +23,7 @@ pub mod sandbox;
 mod seccomp;
 mod spawn;
 
+pub use cancel::CancelToken;
 pub use error::NodeFailure;
 pub use executor::{
     Event, ExecutionRecord, Executor, NodeReport, RunReport, RunState, StartError, Status,
@@ -67,8 +69,9 @@ impl Host {
         })
     }
 
-    /// An executor with the host's default limits and the settings' overrides.
-    pub fn executor(&self) -> Executor<'_> {
+    /// An executor with the host's default limits and the settings' overrides, cancelled by
+    /// `cancel`.
+    pub fn executor(&self, cancel: &CancelToken) -> Executor<'_> {
         Executor {
             sandbox: &self.sandbox,
             registry: &self.registry,
@@ -77,6 +80,7 @@ impl Host {
             mcp_servers: self.mcp_servers(),
             mcp_allowed: self.settings.mcp.allowed_servers.clone(),
             dry: None,
+            cancel: cancel.clone(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! `NodeFailure` with a category of its own, and carries on.
 
 use crate::bindings::{Node, NodePre};
+use crate::cancel::CancelToken;
 use crate::capabilities::http::HttpPolicy;
 use crate::capabilities::Grants;
 use crate::dry::DryRun;
@@ -10,7 +11,6 @@ use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::mcp::McpSessions;
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
@@ -27,7 +27,6 @@ const STDERR_CAPTURE: usize = 16 * 1024;
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<HostState>,
-    cancel: Arc<AtomicBool>,
 }
 
 impl Sandbox {
@@ -40,24 +39,11 @@ impl Sandbox {
         Node::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
             .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
-        Ok(Sandbox {
-            engine,
-            linker,
-            cancel: Arc::new(AtomicBool::new(false)),
-        })
+        Ok(Sandbox { engine, linker })
     }
 
     pub fn engine(&self) -> &Engine {
         &self.engine
-    }
-
-    /// Set by Ctrl-C: running nodes stop at the next epoch tick, running commands are killed.
-    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
-        self.cancel.clone()
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
     }
 
     /// Resolves a component's imports against the linker once, so that each execution only
@@ -84,7 +70,7 @@ impl Sandbox {
             node_id: exec.node_id.to_string(),
             node_type: exec.node_type.to_string(),
             deadline,
-            cancel: self.cancel.clone(),
+            cancel: exec.cancel.clone(),
             output_cap: exec.limits.output_bytes,
             http_policy: exec.http_policy.clone(),
             mcp: exec.mcp.clone(),
@@ -100,7 +86,7 @@ impl Sandbox {
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|mut context| {
             let state = context.data_mut();
-            if state.cancel.load(Ordering::Relaxed) {
+            if state.cancel.is_cancelled() {
                 state.stopped_by = Some(Stop::Cancelled);
                 return Ok(UpdateDeadline::Interrupt);
             }
@@ -127,6 +113,7 @@ impl Sandbox {
             mcp: None,
             mcp_read_only: false,
             dry: None,
+            cancel: CancelToken::new(),
         };
         let (mut store, stderr) = self.new_store(&exec);
         let result = pre
@@ -182,6 +169,8 @@ pub struct Execution<'a> {
     pub mcp_read_only: bool,
     /// Set for a dry run: side effects are contained, skipped and recorded here.
     pub dry: Option<Arc<DryRun>>,
+    /// The run's cancellation: the node stops at the next epoch tick once it is set.
+    pub cancel: CancelToken,
 }
 
 /// A node's successful result: its outputs and the action that picks the next edge.
@@ -345,7 +334,7 @@ pub struct HostState {
     pub(crate) node_type: String,
     /// When this execution's wall time runs out; host calls are bounded by it too.
     pub(crate) deadline: Instant,
-    pub(crate) cancel: Arc<AtomicBool>,
+    pub(crate) cancel: CancelToken,
     pub(crate) output_cap: u64,
     pub(crate) http_policy: Arc<HttpPolicy>,
     pub(crate) mcp: Option<Arc<McpSessions>>,

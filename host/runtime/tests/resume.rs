@@ -50,7 +50,7 @@ fn run(
     inputs: Map<String, Value>,
     earlier: Option<&RunState>,
 ) -> (RunReport, RunState) {
-    let executor = host.executor();
+    let executor = host.executor(&Default::default());
     let workflow = workflow();
     let state = executor.start(&workflow, inputs).unwrap();
     let mut last = state.clone();
@@ -102,4 +102,24 @@ fn a_node_whose_templated_param_changed_runs_again() {
     assert_eq!(resumed.outputs["out"].as_str().map(str::trim), Some("bye"));
     assert!(!resumed.nodes[0].cached);
     assert_eq!(marks(&file), "xx");
+}
+
+#[test]
+fn a_cancelled_run_does_not_cancel_the_next_one_on_the_same_host() {
+    let home = tempfile::tempdir().unwrap();
+    let host = host(home.path());
+    let file = home.path().join("marks");
+    let cancelled = pflow_runtime::CancelToken::new();
+    cancelled.cancel();
+    let report = host
+        .executor(&cancelled)
+        .run(&workflow(), inputs(&file, "a", "cat"), &mut |_| {})
+        .unwrap();
+    assert_eq!(report.status, Status::Cancelled);
+    assert_eq!(marks(&file), "", "nothing ran");
+    let report = host
+        .executor(&pflow_runtime::CancelToken::new())
+        .run(&workflow(), inputs(&file, "a", "cat"), &mut |_| {})
+        .unwrap();
+    assert_eq!(report.status, Status::Succeeded);
 }
