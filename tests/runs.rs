@@ -24,6 +24,21 @@ fn workflow() -> Value {
     })
 }
 
+/// The `event` of every line of the run's trace.
+fn trace_events(home: &TestHome, id: &str) -> Vec<String> {
+    let path = home.path().join("runs").join(id).join("trace.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 fn lines(file: &Path) -> usize {
     std::fs::read_to_string(file)
         .unwrap_or_default()
@@ -108,6 +123,23 @@ fn a_failed_run_resumes_without_redoing_its_finished_nodes() {
         "append ran once across the failure and the resume"
     );
     assert_eq!(checkpoint(&home, &id)["status"], "succeeded");
+    assert_eq!(
+        trace_events(&home, &id),
+        [
+            "run_started",
+            "node_started",
+            "node_completed",
+            "node_started",
+            "node_failed",
+            "run_finished",
+            "run_started",
+            "node_started",
+            "node_cached",
+            "node_started",
+            "node_completed",
+            "run_finished"
+        ]
+    );
 
     let list = home.run_args(&["runs", "list"]);
     assert!(
@@ -142,6 +174,7 @@ fn ctrl_c_mid_run_keeps_a_checkpoint_that_resumes() {
     let id = id.split("--resume ").nth(1).unwrap().trim().to_string();
     let saved = checkpoint(&home, &id);
     assert_eq!(saved["status"], "cancelled");
+    assert!(trace_events(&home, &id).contains(&"cancelled".to_string()));
     assert_eq!(saved["__execution__"]["completed_nodes"], json!(["append"]));
 
     let resumed = home.run_args(&["run", "--resume", "last", "command=echo done"]);
@@ -176,9 +209,10 @@ fn a_killed_host_leaves_an_intact_checkpoint_that_resumes() {
     assert_eq!(lines(&file), 1);
     // No temporary file is left next to the checkpoint.
     let id = run["run_id"].as_str().unwrap();
-    let entries: Vec<_> = std::fs::read_dir(home.path().join("runs").join(id))
+    let mut entries: Vec<_> = std::fs::read_dir(home.path().join("runs").join(id))
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(entries, ["checkpoint.json"]);
+    entries.sort();
+    assert_eq!(entries, ["checkpoint.json", "trace.jsonl"]);
 }

@@ -6,7 +6,7 @@ use crate::{exit, OutputFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
-use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, Runs};
+use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, RunTrace, Runs};
 use pflow_runtime::{CancelToken, Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
@@ -124,15 +124,30 @@ pub(crate) fn run_recorded(
         started_at,
         updated_at: started_at,
     };
+    let mut trace = RunTrace::open(&runs, &meta.run_id);
+    trace.record(
+        "run_started",
+        json!({"resumed": resumed.is_some(), "workflow_path": meta.workflow_path}),
+    );
     let mut recorder = Recorder::start(&runs, meta, &state);
     let report = executor.run_from(
         workflow,
         state,
         resumed.map(|c| &c.state),
-        &mut |event| progress.event(event),
+        &mut |event| {
+            trace.node_event(&event);
+            progress.event(event)
+        },
         &mut |state, report| recorder.step(state, report),
     )?;
     recorder.finish(report.status, &report.state);
+    if report.status == pflow_runtime::Status::Cancelled {
+        trace.record("cancelled", json!({}));
+    }
+    trace.record(
+        "run_finished",
+        json!({"status": report.status, "duration_ms": report.duration_ms}),
+    );
     Ok((report, recorder.meta.run_id.clone()))
 }
 

@@ -267,6 +267,79 @@ impl<'a> Recorder<'a> {
     }
 }
 
+/// `~/.pflow/runs/<run-id>/trace.jsonl`: one line per event of the run (`run_started`,
+/// `node_started`, `node_completed`, `node_cached`, `node_failed`, `cancelled`,
+/// `run_finished`), each with its time. Appended to by a resumed run. A trace that cannot be
+/// written is a warning, once.
+pub struct RunTrace {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl RunTrace {
+    pub fn open(runs: &Runs, run_id: &str) -> RunTrace {
+        let dir = runs.dir.join(run_id);
+        let file = std::fs::create_dir_all(&dir)
+            .and_then(|_| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join("trace.jsonl"))
+            })
+            .map_err(|e| tracing::warn!("no trace of run {run_id}: {e}"))
+            .ok();
+        RunTrace {
+            file: file.map(std::io::BufWriter::new),
+        }
+    }
+
+    /// Appends `fields` as one line, with `event` and `ts` added. Flushed at once: the trace
+    /// matters most after a crash.
+    pub fn record(&mut self, event: &str, mut fields: Value) {
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        if !fields.is_object() {
+            fields = Value::Object(Map::new());
+        }
+        fields["event"] = Value::from(event);
+        fields["ts"] = Value::from(now());
+        let written = serde_json::to_writer(&mut *file, &fields)
+            .map_err(std::io::Error::other)
+            .and_then(|_| file.write_all(b"\n"))
+            .and_then(|_| file.flush());
+        if let Err(error) = written {
+            tracing::warn!("the run's trace stops here: {error}");
+            self.file = None;
+        }
+    }
+
+    /// A node's start or end, as the executor reports it.
+    pub fn node_event(&mut self, event: &crate::Event<'_>) {
+        match event {
+            crate::Event::NodeStarted { id, node_type } => self.record(
+                "node_started",
+                serde_json::json!({"node_id": id, "node_type": node_type}),
+            ),
+            crate::Event::NodeFinished(report) => {
+                let kind = match report.status {
+                    _ if report.cached => "node_cached",
+                    Status::Succeeded => "node_completed",
+                    Status::Failed => "node_failed",
+                    Status::Cancelled => "cancelled",
+                };
+                let mut fields = serde_json::json!({
+                    "node_id": report.id, "node_type": report.node_type,
+                    "action": report.action, "duration_ms": report.duration_ms,
+                });
+                if let Some(error) = &report.error {
+                    fields["error"] = serde_json::to_value(error).unwrap_or_default();
+                }
+                self.record(kind, fields);
+            }
+        }
+    }
+}
+
 fn leading_number(id: &str) -> u64 {
     id.split('-')
         .next()
