@@ -66,8 +66,8 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                 eprintln!("error: Unknown node type: '{node_type}'.{hint}");
                 return Ok(crate::exit::CANNOT_START);
             };
-            let Some(tool) = resolved.mcp_tool else {
-                let plugin = resolved.plugin;
+            let Some(tool) = resolved.mcp_tool() else {
+                let plugin = resolved.component();
                 let capabilities = capabilities_text(&plugin.spec.capabilities, &plugin.denied);
                 return describe(&plugin_json(plugin), &capabilities, output_format);
             };

@@ -7,7 +7,7 @@ use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::mcp::{McpServersFile, McpSessions};
-use crate::registry::{CacheUse, McpToolType, Plugin, Registry, Resolved};
+use crate::registry::{CacheUse, McpToolType, NodeImpl, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
 use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
 use pflow_ir::{
@@ -169,7 +169,7 @@ pub struct RunState {
 
 /// What a run looks up once: each node's plugin, the edges, the MCP sessions, the policies.
 struct RunContext<'w, 'r> {
-    plugins: HashMap<&'w str, Resolved<'r>>,
+    plugins: HashMap<&'w str, NodeImpl<'r>>,
     nodes: HashMap<&'w str, &'w Node>,
     edges: HashMap<(&'w str, &'w str), &'w str>,
     /// Servers start on first use and are shut down when this is dropped, at the end of the run.
@@ -316,7 +316,8 @@ impl Executor<'_> {
             node_type: &node.type_name,
         });
         let node_started = Instant::now();
-        let Resolved { plugin, mcp_tool } = context.plugins[node.id.as_str()];
+        let implementation = context.plugins[node.id.as_str()];
+        let (plugin, mcp_tool) = (implementation.component(), implementation.mcp_tool());
         // Borrowed unless the MCP target has to be added: a large param is not copied.
         let params = match mcp_tool {
             Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
@@ -419,7 +420,7 @@ impl Executor<'_> {
     fn plugins_for<'w>(
         &self,
         workflow: &'w Workflow,
-    ) -> Result<std::collections::HashMap<&'w str, Resolved<'_>>, StartError> {
+    ) -> Result<std::collections::HashMap<&'w str, NodeImpl<'_>>, StartError> {
         workflow
             .nodes
             .iter()
@@ -438,14 +439,14 @@ impl Executor<'_> {
             .collect()
     }
 
-    /// Sessions for the run when it uses MCP tools (or the plain `mcp` type); none otherwise.
+    /// Sessions for the run when a node may use MCP (a tool, or a component granted `mcp`).
     fn mcp_sessions(
         &self,
-        plugins: &std::collections::HashMap<&str, Resolved<'_>>,
+        plugins: &std::collections::HashMap<&str, NodeImpl<'_>>,
     ) -> Option<Arc<McpSessions>> {
         let uses_mcp = plugins
             .values()
-            .any(|r| r.mcp_tool.is_some() || r.plugin.spec.name == "mcp");
+            .any(|implementation| implementation.uses_mcp());
         if !uses_mcp {
             return None;
         }

@@ -108,10 +108,43 @@ pub struct McpToolType {
     pub annotations: serde_json::Value,
 }
 
-/// The plugin that runs a node type, and the MCP tool when the type is one.
-pub struct Resolved<'a> {
-    pub plugin: &'a Plugin,
-    pub mcp_tool: Option<&'a McpToolType>,
+/// The component that runs MCP tool node types (`mcp-<server>-<tool>`).
+pub const MCP_RUNNER: &str = "mcp";
+
+/// How a node type is implemented. (Native nodes, such as nested workflows, will be a third
+/// kind.)
+#[derive(Clone, Copy)]
+pub enum NodeImpl<'a> {
+    /// A WebAssembly component, run with its params.
+    Component(&'a Plugin),
+    /// A tool of an MCP server, run by the `mcp` component with the tool added to its params.
+    McpTool {
+        runner: &'a Plugin,
+        tool: &'a McpToolType,
+    },
+}
+
+impl<'a> NodeImpl<'a> {
+    /// The component that executes the node.
+    pub fn component(self) -> &'a Plugin {
+        match self {
+            NodeImpl::Component(plugin) | NodeImpl::McpTool { runner: plugin, .. } => plugin,
+        }
+    }
+
+    pub fn mcp_tool(self) -> Option<&'a McpToolType> {
+        match self {
+            NodeImpl::McpTool { tool, .. } => Some(tool),
+            NodeImpl::Component(_) => None,
+        }
+    }
+
+    /// Whether running it may open MCP sessions: a tool, or a component granted `mcp`.
+    pub fn uses_mcp(self) -> bool {
+        self.component()
+            .grants
+            .allows(crate::capabilities::Capability::Mcp)
+    }
 }
 
 /// All plugins found, by node type.
@@ -167,7 +200,7 @@ impl Registry {
     /// Adds a node type for every tool that `mcp sync` recorded, when the `mcp` plugin is
     /// installed to run them.
     pub fn add_mcp_tools(&mut self, tools: &crate::mcp::ToolsFile) {
-        if !self.plugins.contains_key("mcp") {
+        if !self.plugins.contains_key(MCP_RUNNER) {
             return;
         }
         for (server, server_tools) in &tools.servers {
@@ -185,18 +218,15 @@ impl Registry {
         }
     }
 
-    /// The plugin and, for MCP tool types, the tool.
-    pub fn resolve(&self, node_type: &str) -> Option<Resolved<'_>> {
+    /// How `node_type` runs, when it is installed.
+    pub fn resolve(&self, node_type: &str) -> Option<NodeImpl<'_>> {
         if let Some(plugin) = self.plugins.get(node_type) {
-            return Some(Resolved {
-                plugin,
-                mcp_tool: None,
-            });
+            return Some(NodeImpl::Component(plugin));
         }
         let tool = self.mcp_tools.get(node_type)?;
-        Some(Resolved {
-            plugin: self.plugins.get("mcp")?,
-            mcp_tool: Some(tool),
+        Some(NodeImpl::McpTool {
+            runner: self.plugins.get(MCP_RUNNER)?,
+            tool,
         })
     }
 
