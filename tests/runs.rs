@@ -216,3 +216,33 @@ fn a_killed_host_leaves_an_intact_checkpoint_that_resumes() {
     entries.sort();
     assert_eq!(entries, ["checkpoint.json", "trace.jsonl"]);
 }
+
+#[test]
+fn a_bad_run_id_or_a_broken_checkpoint_is_a_clear_error() {
+    let home = TestHome::new();
+    for id in ["../../etc", "nope", "last"] {
+        let run = home.run_args(&["run", "--resume", id]);
+        assert_eq!(run.code, 2, "{id}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!("error: no run '{id}'")),
+            "{id}: {}",
+            run.stderr
+        );
+    }
+    let dir = home.path().join("runs/1-1");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("checkpoint.json"),
+        "{\"run_id\": \"1-1\", \"status\": ",
+    )
+    .unwrap();
+    let run = home.run_args(&["run", "--resume", "1-1"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("cannot read the checkpoint"),
+        "{}",
+        run.stderr
+    );
+    let list = home.run_args(&["runs", "list"]);
+    assert_eq!(list.code, 0, "a broken checkpoint does not hide the others");
+}

@@ -166,16 +166,17 @@ impl Runs {
     }
 
     /// The checkpoint of run `id`, or of the latest run for `last`.
-    pub fn load(&self, id: &str) -> Result<Checkpoint, RunsError> {
-        let id = if id == "last" {
+    pub fn load(&self, requested: &str) -> Result<Checkpoint, RunsError> {
+        let id = if requested == "last" {
             self.ids().into_iter().next().unwrap_or_default()
         } else {
-            id.to_string()
+            requested.to_string()
         };
         let path = self.checkpoint_path(&id);
-        if id.is_empty() || id.contains('/') || !path.exists() {
+        // An id is one directory name: never a path out of the runs directory.
+        if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') || !path.exists() {
             return Err(RunsError::NotFound {
-                id,
+                id: requested.to_string(),
                 dir: self.dir.clone(),
                 known: self.ids().into_iter().take(5).collect(),
             });
