@@ -110,7 +110,7 @@ fn pretty(value: &Value) -> String {
 
 /// Replaces each `{{name}}` once, in one pass, so that a value containing `{{...}}` (a user's
 /// request, a workflow) is never expanded again.
-fn fill(template: &str, slots: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, slots: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {

@@ -8,7 +8,9 @@ mod semantics;
 mod structure;
 
 pub use catalog::{NodeCatalog, Port};
-pub use planner::{extract_metadata, route, top_errors, Route, WorkflowMetadata, MAX_ATTEMPTS};
+pub use planner::{
+    extract_metadata, issue_category, route, top_errors, Route, WorkflowMetadata, MAX_ATTEMPTS,
+};
 
 use pflow_ir::Workflow;
 use serde::{Deserialize, Serialize};

@@ -18,6 +18,21 @@ pub fn top_errors(report: &Report, count: usize) -> Vec<String> {
         .collect()
 }
 
+/// The category a repair prompt gives an issue: `template_error`, `edge_format`,
+/// `invalid_node_type`, `param_error`, `data_flow`, `input_error` or `structure`.
+pub fn issue_category(issue: &crate::Issue) -> &'static str {
+    use crate::IssueKind;
+    match issue.kind {
+        IssueKind::Structure if issue.path.starts_with("edges") => "edge_format",
+        IssueKind::Structure => "structure",
+        IssueKind::NodeType => "invalid_node_type",
+        IssueKind::Params => "param_error",
+        IssueKind::Template => "template_error",
+        IssueKind::DataFlow => "data_flow",
+        IssueKind::Inputs => "input_error",
+    }
+}
+
 /// Where the planner goes after validation, as pflow's ValidatorNode routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
