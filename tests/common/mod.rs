@@ -64,6 +64,12 @@ impl TestHome {
             .env("PFLOW_BUILTIN_PLUGINS", plugin_dir("plugins"))
             .env("PFLOW_PLUGIN_PATH", plugin_dir("test-plugins"))
             .env_remove("PFLOW_LOG")
+            // No LLM unless a test sets one: a failed run is not repaired behind its back.
+            .env_remove("PFLOW_MODEL")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null());
         command

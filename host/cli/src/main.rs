@@ -6,6 +6,7 @@ mod plan_cmd;
 mod plan_display;
 mod registry_cmd;
 mod run_cmd;
+mod run_repair;
 mod runs_cmd;
 mod signals;
 mod validate_cmd;

@@ -2,10 +2,13 @@
 //! keeps its checkpoint in `~/.pflow/runs/<run-id>/`.
 
 use crate::display::{self, Progress};
+use crate::run_repair::{self, describe, repair, write_repaired, Broken};
 use crate::{exit, OutputFormat};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use pflow_ir::Workflow;
+use pflow_llm::Client;
+use pflow_planner::repair::RepairStatus;
 use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, RunTrace, Runs};
 use pflow_runtime::{CancelToken, Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
@@ -27,6 +30,13 @@ pub struct RunArgs {
     /// params are not run again. Its inputs are reused; key=value ones replace them.
     #[arg(long, value_name = "RUN_ID")]
     resume: Option<String>,
+    /// Do not repair a failed run with the LLM (no LLM call is made).
+    #[arg(long)]
+    no_repair: bool,
+    /// Write a repaired saved workflow over the original (keeping it as .bak) instead of
+    /// beside it as NAME.repaired.json.
+    #[arg(long)]
+    save_repair: bool,
 }
 
 /// What to run: the workflow, the inputs as given, and the earlier run it goes on from.
@@ -51,7 +61,13 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     let runs = Runs::new(host.home.runs_dir());
     let plan = match plan_run(&runs, &args) {
         Ok(plan) => plan,
-        Err((category, error)) => return Ok(cannot_start(json_output, category, &error)),
+        Err((category, error)) => {
+            if let Some((llm, broken)) = repairable(host, &args, category) {
+                let cancel = crate::signals::cancel_on_interrupt();
+                return finish_with_repair(host, &llm, &cancel, &args, broken, None, &error);
+            }
+            return Ok(cannot_start(json_output, category, &error));
+        }
     };
     let Plan {
         workflow,
@@ -63,6 +79,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
 
     let cancel = crate::signals::cancel_on_interrupt();
 
+    let original_path = workflow_path.clone();
     let mut progress = Progress::new(!json_output);
     let recorded = run_recorded(
         host,
@@ -77,14 +94,46 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     let (report, run_id) = match recorded {
         Ok(recorded) => recorded,
         Err(error) => {
+            // An unknown node type fails static validation too: the model can fix it.
+            let unknown_type = matches!(error, StartError::UnknownNodeType { .. });
+            if let Some((llm, broken)) = unknown_type
+                .then(|| repairable(host, &args, "invalid_workflow"))
+                .flatten()
+            {
+                let message = error.to_string();
+                return finish_with_repair(host, &llm, &cancel, &args, broken, None, &message);
+            }
             return Ok(cannot_start(
                 json_output,
                 start_error_category(&error),
                 &error.to_string(),
-            ))
+            ));
         }
     };
     let run_id = &run_id;
+    let mut repair_off = None;
+    if report.status == pflow_runtime::Status::Failed && !args.no_repair {
+        match run_repair::llm(host) {
+            Err(why) => repair_off = Some(why),
+            Ok(llm) => {
+                let broken = Broken {
+                    workflow: serde_json::to_value(&workflow).unwrap_or_default(),
+                    workflow_path: original_path,
+                    inputs: recorded_inputs(&runs, run_id),
+                    errors: report.error.iter().cloned().collect(),
+                    completed_nodes: report.state.execution.completed_nodes.clone(),
+                    run_id: Some(run_id.clone()),
+                };
+                let message = report
+                    .error
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let original = Some(&report);
+                return finish_with_repair(host, &llm, &cancel, &args, broken, original, &message);
+            }
+        }
+    }
 
     if json_output {
         let mut document = serde_json::to_value(&report)?;
@@ -93,6 +142,9 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     } else {
         display::print_report(&report);
         print_resume_hint(&report, run_id);
+        if let Some(why) = repair_off {
+            run_repair::hint_unavailable(&why);
+        }
     }
     Ok(exit::of(report.status))
 }
@@ -149,6 +201,126 @@ pub(crate) fn run_recorded(
         json!({"status": report.status, "duration_ms": report.duration_ms}),
     );
     Ok((report, recorder.meta.run_id.clone()))
+}
+
+/// The inputs a run was started with, as its checkpoint holds them.
+fn recorded_inputs(runs: &Runs, run_id: &str) -> Map<String, Value> {
+    runs.load(run_id)
+        .map(|checkpoint| checkpoint.meta.inputs)
+        .unwrap_or_default()
+}
+
+/// A workflow file that is JSON but fails validation, with the LLM to repair it: unless repair
+/// is off or no LLM is configured (then a terminal is told how to turn it on).
+fn repairable(host: &Host, args: &RunArgs, category: &str) -> Option<(Client, Broken)> {
+    if args.no_repair || category != "invalid_workflow" {
+        return None;
+    }
+    let llm = match run_repair::llm(host) {
+        Ok(llm) => llm,
+        Err(why) => {
+            run_repair::hint_unavailable(&why);
+            return None;
+        }
+    };
+    let path = args.file.as_ref()?;
+    let text = crate::workflow_file::read(path).ok()?;
+    let mut workflow: Value = serde_json::from_str(&text).ok()?;
+    if workflow.get("nodes").is_none() {
+        workflow = serde_json::from_value::<pflow_planner::SavedWorkflow>(workflow)
+            .ok()?
+            .ir;
+    }
+    let report = pflow_validate::validate(&workflow, &host.registry, None);
+    let errors = crate::run_repair::validation_errors(&report);
+    if errors.is_empty() {
+        return None;
+    }
+    let broken = Broken {
+        workflow,
+        workflow_path: Some(path.clone()),
+        inputs: parse_inputs(&args.inputs).ok()?,
+        errors,
+        completed_nodes: Vec::new(),
+        run_id: None,
+    };
+    Some((llm, broken))
+}
+
+/// Repairs `broken` and reports the result: the repaired run's, or the original error
+/// (`original`, or `message` when it never ran) with the attempts made.
+fn finish_with_repair(
+    host: &Host,
+    llm: &Client,
+    cancel: &CancelToken,
+    args: &RunArgs,
+    broken: Broken,
+    original: Option<&RunReport>,
+    message: &str,
+) -> Result<u8> {
+    let json_output = args.output_format == OutputFormat::Json;
+    let original_workflow = broken.workflow.clone();
+    let original_path = broken.workflow_path.clone();
+    let failed_code = if original.is_some() {
+        exit::FAILED
+    } else {
+        exit::CANNOT_START
+    };
+    let print_original = || match original {
+        Some(report) => display::print_report(report),
+        None => eprintln!("error: {message}"),
+    };
+    let (outcome, run_id) = repair(host, llm, cancel, broken, !json_output);
+    let written = match (&outcome.status, &outcome.workflow) {
+        (RepairStatus::Repaired, Some(repaired)) => Some(write_repaired(
+            original_path.as_deref(),
+            &original_workflow,
+            repaired,
+            args.save_repair,
+        )),
+        _ => None,
+    };
+    if json_output {
+        let mut document = match (&outcome.report, original) {
+            (Some(report), _) if outcome.status == RepairStatus::Repaired => {
+                serde_json::to_value(report)?
+            }
+            (_, Some(report)) => serde_json::to_value(report)?,
+            _ => json!({"status": "failed", "error": {"message": message}}),
+        };
+        document["run_id"] = json!(run_id);
+        document["repair"] = serde_json::to_value(&outcome)?;
+        if let Some(Ok((path, _))) = &written {
+            document["repair"]["written"] = json!(path);
+        }
+        println!("{}", serde_json::to_string_pretty(&document)?);
+    } else {
+        match (&outcome.status, &outcome.report) {
+            (RepairStatus::Repaired, Some(report)) => {
+                eprintln!("{}", describe(&outcome));
+                match &written {
+                    Some(Ok((path, diff))) => {
+                        eprintln!("{diff}");
+                        eprintln!("The repaired workflow: {}", path.display());
+                    }
+                    Some(Err(error)) => {
+                        eprintln!("warning: cannot write the repaired workflow: {error}")
+                    }
+                    None => {}
+                }
+                display::print_report(report);
+            }
+            _ => {
+                print_original();
+                eprintln!("{}", describe(&outcome));
+            }
+        }
+    }
+    Ok(match outcome.status {
+        RepairStatus::Repaired => 0,
+        RepairStatus::Cancelled => exit::CANCELLED,
+        RepairStatus::Failed => failed_code,
+    })
 }
 
 /// How to go on with a run that stopped after finishing some work (without any, running it

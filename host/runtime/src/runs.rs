@@ -303,7 +303,10 @@ impl RunTrace {
             fields = Value::Object(Map::new());
         }
         fields["event"] = Value::from(event);
-        fields["ts"] = Value::from(now());
+        // Events recorded earlier than written keep their own time.
+        if fields.get("ts").is_none() {
+            fields["ts"] = Value::from(now());
+        }
         let written = serde_json::to_writer(&mut *file, &fields)
             .map_err(std::io::Error::other)
             .and_then(|_| file.write_all(b"\n"))
