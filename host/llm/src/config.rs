@@ -82,6 +82,9 @@ pub struct LlmSettings {
     pub timeout_seconds: Option<f64>,
     /// Retries of a request the provider asked to retry (default 3).
     pub max_retries: Option<u32>,
+    /// The provider's API key, when its variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) is not
+    /// set. The variable wins.
+    pub api_key: Option<String>,
 }
 
 /// Everything a [`crate::Client`] needs.
@@ -121,7 +124,8 @@ impl LlmConfig {
             None => Provider::for_model(&model),
         };
         let custom_base = present(env(provider.base_url_variable()));
-        let api_key = present(env(provider.key_variable()));
+        let api_key =
+            present(env(provider.key_variable())).or_else(|| present(settings.api_key.clone()));
         // A local OpenAI-compatible server (Ollama, llama.cpp, vLLM) usually wants no key;
         // OpenAI and Anthropic always do.
         let key_required = provider == Provider::Anthropic || custom_base.is_none();
@@ -228,6 +232,18 @@ mod tests {
         for provider in [Provider::Anthropic, Provider::OpenAi] {
             assert!(CREDENTIAL_VARIABLES.contains(&provider.key_variable()));
         }
+    }
+
+    #[test]
+    fn the_settings_key_serves_when_the_variable_is_not_set() {
+        let settings = LlmSettings {
+            api_key: Some("from-settings".into()),
+            ..Default::default()
+        };
+        let config = resolve(Some("claude-x"), settings.clone(), &[]).unwrap();
+        assert_eq!(config.api_key.as_deref(), Some("from-settings"));
+        let config = resolve(Some("claude-x"), settings, &[("ANTHROPIC_API_KEY", "env")]).unwrap();
+        assert_eq!(config.api_key.as_deref(), Some("env"));
     }
 
     #[test]

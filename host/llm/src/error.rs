@@ -10,7 +10,7 @@ pub enum LlmError {
         "unknown LLM provider '{0}' in settings.json llm.provider: use \"anthropic\" or \"openai\""
     )]
     UnknownProvider(String),
-    #[error("{provider} needs an API key: set {variable}")]
+    #[error("{provider} needs an API key: set {variable} (or llm.api_key in settings.json)")]
     MissingKey {
         provider: Provider,
         variable: &'static str,
