@@ -59,3 +59,39 @@ pub enum PlannerEvent {
         effects: usize,
     },
 }
+
+/// One LLM call, with its request and its answer (or failure) reported: the generator and the
+/// repair loop ask the same way.
+pub(crate) fn ask(
+    llm: &pflow_llm::Client,
+    request: &Request,
+    cancel: &std::sync::atomic::AtomicBool,
+    call: u32,
+    mode: Mode,
+    on_event: &mut dyn FnMut(&PlannerEvent),
+) -> Result<pflow_llm::Completion, pflow_llm::LlmError> {
+    let config = llm.config();
+    on_event(&PlannerEvent::LlmRequest {
+        call,
+        mode,
+        provider: config.provider,
+        model: config.model.clone(),
+        request: request.clone(),
+    });
+    let answer = llm.complete(request, cancel);
+    on_event(&match &answer {
+        Ok(completion) => PlannerEvent::LlmAnswer {
+            call,
+            http_requests: completion.http_requests,
+            duration_ms: completion.duration.as_secs_f64() * 1e3,
+            usage: completion.response.usage,
+            cost_usd: completion.cost_usd,
+            response: completion.response.clone(),
+        },
+        Err(error) => PlannerEvent::LlmFailed {
+            call,
+            error: error.to_string(),
+        },
+    });
+    answer
+}

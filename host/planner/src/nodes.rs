@@ -88,30 +88,7 @@ impl PlannerNode for GeneratorNode {
     }
 
     fn exec(&self, env: &mut Env<'_>, (request, mode, call): Self::Prep) -> Self::Exec {
-        let config = env.llm.config();
-        env.emit(PlannerEvent::LlmRequest {
-            call,
-            mode,
-            provider: config.provider,
-            model: config.model.clone(),
-            request: request.clone(),
-        });
-        let answer = env.llm.complete(&request, env.cancel);
-        match &answer {
-            Ok(completion) => env.emit(PlannerEvent::LlmAnswer {
-                call,
-                http_requests: completion.http_requests,
-                duration_ms: completion.duration.as_secs_f64() * 1e3,
-                usage: completion.response.usage,
-                cost_usd: completion.cost_usd,
-                response: completion.response.clone(),
-            }),
-            Err(error) => env.emit(PlannerEvent::LlmFailed {
-                call,
-                error: error.to_string(),
-            }),
-        }
-        answer
+        crate::events::ask(env.llm, &request, env.cancel, call, mode, env.on_event)
     }
 
     fn post(&self, shared: &mut Shared, env: &mut Env<'_>, answer: Self::Exec) -> Action {

@@ -9,7 +9,7 @@
 //! an earlier candidate as a failed answer that is not run.
 
 use crate::contract::{self, Submission};
-use crate::events::PlannerEvent;
+use crate::events::{ask, PlannerEvent};
 use crate::nodes::canonical;
 use crate::shared::Mode;
 use pflow_llm::{structured, Client, LlmError, Request, Role, Usage};
@@ -204,15 +204,16 @@ impl Repairer<'_> {
                 temperature: Some(0.0),
             };
             outcome.llm_calls += 1;
-            let config = self.llm.config();
-            on_event(&PlannerEvent::LlmRequest {
-                call: outcome.llm_calls,
-                mode: Mode::RuntimeFix,
-                provider: config.provider,
-                model: config.model.clone(),
-                request: request.clone(),
-            });
-            let completion = match self.llm.complete(&request, self.cancel) {
+            let call = outcome.llm_calls;
+            let reply = ask(
+                self.llm,
+                &request,
+                self.cancel,
+                call,
+                Mode::RuntimeFix,
+                on_event,
+            );
+            let completion = match reply {
                 Ok(completion) => completion,
                 Err(LlmError::Cancelled) => {
                     return Err((RepairStatus::Cancelled, "cancelled".to_string()))
@@ -220,14 +221,6 @@ impl Repairer<'_> {
                 Err(error) => return Err((RepairStatus::Failed, error.to_string())),
             };
             outcome.usage += completion.response.usage;
-            on_event(&PlannerEvent::LlmAnswer {
-                call: outcome.llm_calls,
-                http_requests: completion.http_requests,
-                duration_ms: completion.duration.as_secs_f64() * 1e3,
-                usage: completion.response.usage,
-                cost_usd: completion.cost_usd,
-                response: completion.response.clone(),
-            });
             feedback = match self.check(&completion.response, seen) {
                 Ok(candidate) => {
                     on_event(&PlannerEvent::Validation {
