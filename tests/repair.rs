@@ -250,3 +250,28 @@ fn an_unknown_node_type_is_repaired_with_its_category() {
     );
     assert!(asked.contains("Did you mean: shell?"), "{asked}");
 }
+
+#[test]
+fn save_repair_writes_over_a_saved_workflow_and_keeps_a_backup() {
+    let home = TestHome::new();
+    let saved = json!({
+        "name": "greet", "description": "Greets.", "ir": greeting("username"),
+        "created_at": 1, "updated_at": 1, "request": "greet the user"
+    });
+    let llm = StandIn::start(0, vec![answer(greeting("name"))]).unwrap();
+    let run = run_with_llm(&home, &llm, &saved, &["--save-repair"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(prompt(&llm, 0).contains("It was made for this request: greet the user"));
+    let path = home.path().join("greet.json");
+    let repaired: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        repaired["ir"],
+        greeting("name"),
+        "still a saved workflow, with the new IR"
+    );
+    assert_eq!(repaired["request"], "greet the user");
+    let backup: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("greet.json.bak")).unwrap())
+            .unwrap();
+    assert_eq!(backup, saved);
+}
