@@ -6,6 +6,17 @@ use pflow_ir::{closest, json_kind, Node, Workflow};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 
+/// What a batched node writes: pflow's batch outputs, and `error` when it fails.
+const BATCH_OUTPUTS: &[&str] = &[
+    "results",
+    "count",
+    "success_count",
+    "error_count",
+    "errors",
+    "batch_metadata",
+    "error",
+];
+
 pub(crate) fn check(
     workflow: &Workflow,
     catalog: &dyn NodeCatalog,
@@ -359,11 +370,70 @@ impl Templates<'_> {
 
     /// Whether `node` writes what `reference` reads, as far as its declared outputs tell.
     fn check_output_path(&self, node: &Node, reference: &Reference, path: &str) -> Option<Issue> {
+        if node.batch.is_some() {
+            return self.check_batch_path(node, reference, path);
+        }
+        self.check_fields(node, reference, &reference.path, &node.id, path)
+    }
+
+    /// A batched node writes pflow's batch outputs; `results[i]` holds one item's outputs.
+    fn check_batch_path(&self, node: &Node, reference: &Reference, path: &str) -> Option<Issue> {
+        let error = |message: String, suggestion: Option<String>| {
+            Some(Issue::error(IssueKind::Template, path, message, suggestion))
+        };
+        match reference.path.split_first() {
+            None => None,
+            Some((Segment::Field(name), rest)) if name == "results" => match rest.split_first() {
+                None => None,
+                Some((Segment::Index(_) | Segment::NestedIndex(_), item)) => {
+                    let at = format!("{}.results[0]", node.id);
+                    self.check_fields(node, reference, item, &at, path)
+                }
+                Some(_) => error(
+                    format!("Template {reference}: '{}.results' is a list, one entry per item; use an index such as [0]", node.id),
+                    Some(format!("${{{}.results[0]...}}", node.id)),
+                ),
+            },
+            Some((Segment::Field(name), _)) if BATCH_OUTPUTS.contains(&name.as_str()) => None,
+            Some((Segment::Field(name), _)) => {
+                let listed: Vec<String> = BATCH_OUTPUTS
+                    .iter()
+                    .map(|output| format!("${{{}.{output}}}", node.id))
+                    .collect();
+                error(
+                    format!(
+                        "Node '{}' runs as a batch and does not output '{name}'; a batch outputs {}",
+                        node.id,
+                        listed.join(", ")
+                    ),
+                    Some(format!(
+                        "One item's '{name}' is ${{{}.results[0].{name}}}",
+                        node.id
+                    )),
+                )
+            }
+            Some(_) => error(
+                format!("Template {reference}: a node's outputs are named, not numbered"),
+                None,
+            ),
+        }
+    }
+
+    /// `segments` read from what `node` writes, checked against its declared outputs; `at` is
+    /// how a template reaches them (`fetch`, or `fetch.results[0]` for a batch item).
+    fn check_fields(
+        &self,
+        node: &Node,
+        reference: &Reference,
+        segments: &[Segment],
+        at: &str,
+        path: &str,
+    ) -> Option<Issue> {
         let outputs = self.catalog.outputs(&node.type_name)?;
         if outputs.iter().any(|p| p.name == "*") {
             return None;
         }
-        let (first, rest) = reference.path.split_first()?;
+        let (first, rest) = segments.split_first()?;
         let Segment::Field(name) = first else {
             return Some(Issue::error(
                 IssueKind::Template,
@@ -382,10 +452,7 @@ impl Templates<'_> {
                 node.id, node.type_name, node.id
             );
             for port in outputs {
-                message.push_str(&format!(
-                    "\n  ${{{}.{}}} ({})",
-                    node.id, port.name, port.type_name
-                ));
+                message.push_str(&format!("\n  ${{{at}.{}}} ({})", port.name, port.type_name));
             }
             let close = closest(name, outputs.iter().map(|p| p.name.as_str()));
             return Some(Issue::error(
@@ -394,7 +461,7 @@ impl Templates<'_> {
                 message,
                 close
                     .first()
-                    .map(|best| format!("Did you mean: ${{{}.{best}}}?", node.id)),
+                    .map(|best| format!("Did you mean: ${{{at}.{best}}}?")),
             ));
         };
         walk_schema(node, port, reference, rest, path)

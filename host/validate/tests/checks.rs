@@ -472,3 +472,57 @@ fn metadata_without_an_llm() {
     );
     assert!(long.suggested_name.len() <= 50);
 }
+
+/// `fetch` as a batch over two cities, then `use` whose command is `command`.
+fn batched(command: &str) -> Value {
+    let mut doc = pipeline(command);
+    doc["nodes"][0]["batch"] = json!({"items": ["${city}", "rome"], "as": "c"});
+    doc["nodes"][0]["params"]["url"] = json!("https://api.example.com/${c}");
+    doc
+}
+
+#[test]
+fn a_batch_node_outputs_pflows_batch_fields_and_each_items_outputs() {
+    for command in [
+        "echo ${fetch.results[0].status_code}",
+        "echo ${fetch.results}",
+        "echo ${fetch.count} ${fetch.success_count} ${fetch.error_count} ${fetch.errors}",
+    ] {
+        let report = check(batched(command));
+        assert!(report.valid, "{command}: {:?}", report.errors);
+    }
+}
+
+#[test]
+fn a_batch_nodes_outputs_are_checked_per_item() {
+    let report = check(batched("echo ${fetch.results[0].status}"));
+    let issue = only_error(&report);
+    assert!(
+        issue
+            .message
+            .contains("${fetch.results[0].status_code} (int)"),
+        "{}",
+        issue.message
+    );
+    assert_eq!(
+        issue.suggestion.as_deref(),
+        Some("Did you mean: ${fetch.results[0].status_code}?")
+    );
+    let report = check(batched("echo ${fetch.status_code}"));
+    let issue = only_error(&report);
+    assert!(
+        issue
+            .message
+            .starts_with("Node 'fetch' runs as a batch and does not output 'status_code'"),
+        "{}",
+        issue.message
+    );
+    assert_eq!(
+        issue.suggestion.as_deref(),
+        Some("One item's 'status_code' is ${fetch.results[0].status_code}")
+    );
+    let report = check(batched("echo ${fetch.results.status_code}"));
+    assert!(only_error(&report)
+        .message
+        .contains("use an index such as [0]"));
+}
