@@ -7,7 +7,7 @@ mod support;
 
 use pflow_runtime::registry::Origin;
 use pflow_runtime::runs::{Recorder, RunMeta, RunStatus, Runs};
-use pflow_runtime::{Event, Executor, Limits, RunState};
+use pflow_runtime::{Event, RunState};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
@@ -21,16 +21,7 @@ fn main() {
         cache: _cache,
     } = support::load_plugins("test-plugins", "echo.wasm", Origin::User);
     let workflow = chain();
-    let executor = Executor {
-        sandbox: &sandbox,
-        registry: &registry,
-        limits: Limits::default(),
-        http_policy: Default::default(),
-        mcp_servers: Default::default(),
-        mcp_allowed: vec!["*".to_string()],
-        dry: None,
-        cancel: Default::default(),
-    };
+    let executor = support::executor(&sandbox, &registry);
     let dir = tempfile::tempdir().unwrap();
     let runs = Runs::new(dir.path());
     let meta = |id: &str| RunMeta {

@@ -7,7 +7,7 @@ mod support;
 
 use pflow_runtime::dry::DryRun;
 use pflow_runtime::registry::Origin;
-use pflow_runtime::{Executor, Limits, Status};
+use pflow_runtime::{Executor, Status};
 use serde_json::{json, Map};
 use std::sync::Arc;
 
@@ -26,14 +26,9 @@ fn main() {
     .unwrap();
     let run = |dry: Option<Arc<DryRun>>| {
         let executor = Executor {
-            sandbox: &sandbox,
-            registry: &registry,
-            limits: Limits::default(),
-            http_policy: Default::default(),
-            mcp_servers: Default::default(),
             mcp_allowed: Vec::new(),
             dry: dry.clone(),
-            cancel: Default::default(),
+            ..support::executor(&sandbox, &registry)
         };
         let report = executor
             .run(&workflow, Map::new(), &mut |_| {})

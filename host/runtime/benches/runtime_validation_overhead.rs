@@ -5,7 +5,6 @@ mod support;
 
 use pflow_runtime::registry::Origin;
 use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute};
-use pflow_runtime::{Executor, Limits};
 use serde_json::{json, Map};
 use std::time::{Duration, Instant};
 
@@ -34,16 +33,7 @@ fn main() {
         "outputs": {"v": {"source": "${n5.v}"}}
     }))
     .unwrap();
-    let executor = || Executor {
-        sandbox: &sandbox,
-        registry: &registry,
-        limits: Limits::default(),
-        http_policy: Default::default(),
-        mcp_servers: Default::default(),
-        mcp_allowed: vec!["*".to_string()],
-        dry: None,
-        cancel: Default::default(),
-    };
+    let executor = || support::executor(&sandbox, &registry);
     let once = || {
         let started = Instant::now();
         let validation = validate_runtime(executor(), &workflow, Map::new(), false, 0);

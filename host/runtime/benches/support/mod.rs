@@ -72,3 +72,21 @@ pub fn load_plugins(dir: &str, needed: &str, origin: pflow_runtime::Origin) -> L
         cache,
     }
 }
+
+/// An executor over `sandbox` and `registry` with the host's default limits and policies, any
+/// MCP server allowed, live (not dry), and a fresh cancellation token.
+pub fn executor<'a>(
+    sandbox: &'a pflow_runtime::Sandbox,
+    registry: &'a pflow_runtime::Registry,
+) -> pflow_runtime::Executor<'a> {
+    pflow_runtime::Executor {
+        sandbox,
+        registry,
+        limits: pflow_runtime::Limits::default(),
+        http_policy: Default::default(),
+        mcp_servers: Default::default(),
+        mcp_allowed: vec!["*".to_string()],
+        dry: None,
+        cancel: Default::default(),
+    }
+}
