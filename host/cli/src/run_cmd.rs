@@ -366,19 +366,11 @@ fn plan_run(runs: &Runs, args: &RunArgs) -> Result<Plan, (&'static str, String)>
     })
 }
 
-/// A workflow file, or a saved workflow (`~/.pflow/workflows/NAME.json`, the IR wrapped with
-/// its name and description).
-fn load_workflow(path: &std::path::Path) -> Result<Workflow> {
+/// A workflow file: `.pflow.md`, JSON IR, or a saved workflow (the IR wrapped with its name
+/// and description).
+pub(crate) fn load_workflow(path: &std::path::Path) -> Result<Workflow> {
     let text = crate::workflow_file::read(path)?;
-    Workflow::from_json(&text)
-        .or_else(|error| {
-            // Only a file that is not plain IR pays for the second parse.
-            match serde_json::from_str::<pflow_planner::SavedWorkflow>(&text) {
-                Ok(saved) if saved.ir.is_object() => Workflow::from_json(&saved.ir.to_string()),
-                _ => Err(error),
-            }
-        })
-        .with_context(|| format!("{}", path.display()))
+    Workflow::from_text(&text).with_context(|| format!("{}", path.display()))
 }
 
 /// `key=value` pairs; the value stays text until the workflow's declared types convert it.

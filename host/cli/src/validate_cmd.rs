@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    /// The workflow, in pflow's JSON IR.
+    /// The workflow: a `.pflow.md` file or pflow's JSON IR.
     file: PathBuf,
     /// Input values as key=value; when given, required inputs without a value are errors.
     #[arg(value_name = "KEY=VALUE")]
@@ -81,7 +81,7 @@ fn runtime(
     text: &str,
     inputs: serde_json::Map<String, serde_json::Value>,
 ) -> Result<u8> {
-    let workflow = match pflow_ir::Workflow::from_json(text) {
+    let workflow = match pflow_ir::Workflow::from_text(text) {
         Ok(workflow) => workflow,
         Err(error) => {
             // A workflow that cannot be parsed cannot be fixed at run time.

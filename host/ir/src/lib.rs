@@ -1,15 +1,16 @@
 //! pflow's JSON workflow IR: the types, parsing with precise errors, and `${...}` templates.
 //! Pure: no I/O, no execution.
 
+pub mod markdown;
 mod strict_json;
 pub mod template;
 mod workflow;
 
 pub use strict_json::{find_duplicate_key, DuplicateKey};
 pub use workflow::{
-    cycle_message, default_action, is_node_id, is_version, nesting_message, BatchConfig,
-    BatchErrorHandling, Edge, HttpOverrides, InputSpec, Node, OutputSpec, ParseError,
-    SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
+    cycle_message, default_action, is_node_id, is_version, nesting_message, Backoff, BatchConfig,
+    BatchErrorHandling, Edge, HttpOverrides, InputSpec, LoopConfig, Node, OutputSpec, ParseError,
+    RetryConfig, SandboxOverrides, TemplateMode, Workflow, INPUT_TYPES,
 };
 
 /// The closest of `candidates` to `wanted`, best first, for "did you mean" hints: similar

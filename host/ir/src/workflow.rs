@@ -29,6 +29,12 @@ pub struct Workflow {
     /// Sandbox limits for every node of this workflow (an extension of pflow's IR).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxOverrides>,
+    /// pflow's provider prompt-cache chunks (`## Cache`); read and kept, not used here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Value>,
+    /// pflow's legacy proxy mappings; read and kept, not used here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mappings: Option<Value>,
 }
 
 fn yes() -> bool {
@@ -61,6 +67,16 @@ pub struct OutputSpec {
     /// root under its own name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The one output that text mode prints to stdout.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdout: bool,
+    /// The `.pflow.md` line of `source`, for errors.
+    #[serde(
+        default,
+        rename = "_source_line",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_line: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,9 +91,53 @@ pub struct Node {
     pub purpose: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchConfig>,
+    /// Repeat the node while (or until) its own output says so.
+    #[serde(default, rename = "loop", skip_serializing_if = "Option::is_none")]
+    pub loop_config: Option<LoopConfig>,
+    /// Re-attempts after a transient failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryConfig>,
+    /// pflow's memo cache opt-in or opt-out; read and kept (this host caches by checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<bool>,
+    /// pflow's provider prompt-cache fields; read and kept, not used here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prewarm: Option<bool>,
+    /// pflow's human approval gate (`required`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
     /// Sandbox limits for this node alone (an extension of pflow's IR).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxOverrides>,
+    /// The `### id` line in the `.pflow.md` it came from, for errors.
+    #[serde(
+        default,
+        rename = "_source_line",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_line: Option<usize>,
+    /// The first line of each fenced param's content in the `.pflow.md`.
+    #[serde(
+        default,
+        rename = "_source_lines",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_lines: Option<Map<String, Value>>,
+    #[serde(
+        default,
+        rename = "_source_files",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_files: Option<Map<String, Value>>,
+    /// The author wrote `- next: end` (a success route with no edge).
+    #[serde(
+        default,
+        rename = "_routes_to_end",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub routes_to_end: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,8 +145,74 @@ pub struct Node {
 pub struct Edge {
     pub from: String,
     pub to: String,
-    #[serde(default = "default_action")]
-    pub action: String,
+    /// None for pflow's document-order edges, which never form a loop; an edge with an action
+    /// may go back to an earlier node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+}
+
+impl Edge {
+    /// The action that takes this edge (`default` when none is written).
+    pub fn action(&self) -> &str {
+        self.action.as_deref().unwrap_or("default")
+    }
+}
+
+/// pflow's `loop:`: the node runs, then its condition over its own latest output decides
+/// whether it runs again (a do-while), at most `max_iterations` times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopConfig {
+    /// `${node.field}`: run again while it is truthy.
+    #[serde(default, rename = "while", skip_serializing_if = "Option::is_none")]
+    pub while_condition: Option<String>,
+    /// `${node.field}`: run again until it is truthy.
+    #[serde(default, rename = "until", skip_serializing_if = "Option::is_none")]
+    pub until_condition: Option<String>,
+    /// Body input name to `${node.field}`: overrides that input from the second iteration on.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub carry: IndexMap<String, String>,
+    /// A positive integer or a `${template}` resolving to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<Value>,
+}
+
+/// pflow's `retry:`: `max` total attempts, `wait` seconds apart, fixed or doubling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    #[serde(default = "default_retry_max")]
+    pub max: u32,
+    #[serde(default)]
+    pub wait: f64,
+    #[serde(default)]
+    pub backoff: Backoff,
+}
+
+fn default_retry_max() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backoff {
+    #[default]
+    Fixed,
+    Exponential,
+}
+
+impl RetryConfig {
+    /// The wait before attempt `attempt + 1` (attempts count from 1): exponential waits double
+    /// and stop at 60 s, as pflow's do.
+    pub fn wait_after(&self, attempt: u32) -> std::time::Duration {
+        let seconds = match self.backoff {
+            Backoff::Fixed => self.wait,
+            Backoff::Exponential => {
+                (self.wait * 2f64.powi(attempt.saturating_sub(1).min(30) as i32)).min(60.0)
+            }
+        };
+        std::time::Duration::from_secs_f64(seconds.max(0.0))
+    }
 }
 
 pub fn default_action() -> String {
@@ -192,6 +318,32 @@ pub enum ParseError {
     },
     #[error("invalid workflow: {}", .0.join("; "))]
     Structure(Vec<String>),
+    #[error("invalid .pflow.md at {0}")]
+    Markdown(Box<crate::markdown::MarkdownError>),
+}
+
+impl ParseError {
+    /// The same error, its path prefixed with where the IR sits in a wrapper.
+    fn within(self, prefix: &str) -> ParseError {
+        match self {
+            ParseError::Shape {
+                path,
+                line,
+                column,
+                message,
+            } => ParseError::Shape {
+                path: if path == "the top level" {
+                    prefix.to_string()
+                } else {
+                    format!("{prefix}.{path}")
+                },
+                line,
+                column,
+                message,
+            },
+            other => other,
+        }
+    }
 }
 
 fn default_ir_version() -> String {
@@ -226,6 +378,39 @@ impl Workflow {
         }
     }
 
+    /// Reads either form a user may hand over: a `.pflow.md` document, JSON IR, or pflow's
+    /// saved-workflow wrapper `{name, description, ir, ...}`.
+    pub fn from_text(text: &str) -> Result<Workflow, ParseError> {
+        if crate::markdown::looks_like_markdown(text) {
+            return crate::markdown::workflow_from_markdown(text);
+        }
+        Workflow::from_json(text).or_else(|error| {
+            // Only a document that is not plain IR pays for the second parse.
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(mut wrapper))
+                    if !wrapper.contains_key("nodes")
+                        && wrapper.get("ir").is_some_and(Value::is_object) =>
+                {
+                    Workflow::from_value(wrapper.remove("ir").unwrap_or_default())
+                        .map_err(|e| e.within("ir"))
+                }
+                _ => Err(error),
+            }
+        })
+    }
+
+    /// The IR as an already-parsed JSON value (its errors carry paths but no positions).
+    pub fn from_value(value: Value) -> Result<Workflow, ParseError> {
+        let workflow: Workflow = serde_path_to_error::deserialize(value)
+            .map_err(|e| shape_error(e.path().to_string(), e.into_inner()))?;
+        let problems = workflow.structural_problems();
+        if problems.is_empty() {
+            Ok(workflow)
+        } else {
+            Err(ParseError::Structure(problems))
+        }
+    }
+
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
     }
@@ -238,8 +423,9 @@ impl Workflow {
             .unwrap_or(&self.nodes[0])
     }
 
-    /// The groups of nodes that lie on a cycle of edges, each in node order (Tarjan's strongly
-    /// connected components, iteratively: linear in nodes and edges, whatever the depth).
+    /// The groups of nodes that lie on an unintended cycle of edges, each in node order: edges
+    /// without an action and edges going forward (in node order). Tarjan's strongly connected
+    /// components, iteratively: linear in nodes and edges, whatever the depth.
     pub fn cycles(&self) -> Vec<Vec<&str>> {
         let index: std::collections::HashMap<&str, usize> = self
             .nodes
@@ -254,6 +440,11 @@ impl Workflow {
             if let (Some(&from), Some(&to)) =
                 (index.get(edge.from.as_str()), index.get(edge.to.as_str()))
             {
+                // An edge with an action that goes back is a loop the author asked for
+                // (bounded at run time by the visit cap), as in pflow.
+                if edge.action.is_some() && to <= from {
+                    continue;
+                }
                 successors[from].push(to);
                 self_loop[from] |= from == to;
             }

@@ -285,7 +285,7 @@ impl Executor<'_> {
         for edge in &workflow.edges {
             // Of two edges from a node for the same action, the first wins.
             edges
-                .entry((edge.from.as_str(), edge.action.as_str()))
+                .entry((edge.from.as_str(), edge.action()))
                 .or_insert(edge.to.as_str());
         }
         Ok(RunContext {

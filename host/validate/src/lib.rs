@@ -115,8 +115,9 @@ impl Report {
     }
 }
 
-/// Validates a workflow given as JSON text. Text that is not JSON is one structure error with
-/// the line and column.
+/// Validates a workflow given as text: a `.pflow.md` document, JSON IR, or pflow's saved
+/// wrapper `{name, description, ir}`. A document that cannot be read is one structure error
+/// with its line.
 pub fn validate_text(
     text: impl Into<String>,
     catalog: &dyn NodeCatalog,
@@ -124,6 +125,19 @@ pub fn validate_text(
 ) -> Report {
     // Owned, so that a large text can go as soon as it is parsed.
     let text: String = text.into();
+    if pflow_ir::markdown::looks_like_markdown(&text) {
+        return match pflow_ir::markdown::parse_markdown(&text) {
+            Ok(document) => validate(&document.ir, catalog, inputs),
+            Err(error) => Report::from_issues(vec![Issue::error(
+                IssueKind::Structure,
+                &error
+                    .line
+                    .map_or("(document)".to_string(), |l| format!("line {l}")),
+                error.message,
+                error.suggestion,
+            )]),
+        };
+    }
     if let Some(duplicate) = pflow_ir::find_duplicate_key(&text) {
         return Report::from_issues(vec![Issue::error(
             IssueKind::Structure,
@@ -135,6 +149,13 @@ pub fn validate_text(
     let parsed = serde_json::from_str::<Value>(&text);
     drop(text);
     match parsed {
+        Ok(Value::Object(mut wrapper))
+            if !wrapper.contains_key("nodes")
+                && wrapper.get("ir").is_some_and(Value::is_object) =>
+        {
+            let ir = wrapper.remove("ir").unwrap_or_default();
+            validate(&ir, catalog, inputs)
+        }
         Ok(doc) => {
             if let Err(report) = sound_structure(&doc) {
                 return report;

@@ -16,6 +16,8 @@ const TOP_LEVEL: &[&str] = &[
     "enable_namespacing",
     "template_resolution_mode",
     "sandbox",
+    "cache",
+    "mappings",
 ];
 const NODE_FIELDS: &[&str] = &[
     "id",
@@ -24,11 +26,23 @@ const NODE_FIELDS: &[&str] = &[
     "parameters",
     "purpose",
     "batch",
+    "loop",
+    "retry",
+    "cache",
+    "prompt_cache",
+    "prewarm",
+    "approval",
     "sandbox",
+    "_source_line",
+    "_source_lines",
+    "_source_files",
+    "_routes_to_end",
 ];
 const EDGE_FIELDS: &[&str] = &["from", "to", "action"];
 const INPUT_FIELDS: &[&str] = &["description", "required", "type", "default", "stdin"];
-const OUTPUT_FIELDS: &[&str] = &["description", "type", "source"];
+const OUTPUT_FIELDS: &[&str] = &["description", "type", "source", "stdout", "_source_line"];
+const LOOP_FIELDS: &[&str] = &["while", "until", "carry", "max_iterations"];
+const RETRY_FIELDS: &[&str] = &["max", "wait", "backoff"];
 const BATCH_FIELDS: &[&str] = &[
     "items",
     "as",
@@ -172,6 +186,32 @@ fn check_node(node: &Value, path: &str, issues: &mut Vec<Issue>) -> Option<Strin
     }
     if let Some(sandbox) = fields.get("sandbox") {
         check_sandbox(sandbox, &format!("{path}.sandbox"), issues);
+    }
+    if let Some(config) = fields.get("loop") {
+        check_settings::<pflow_ir::LoopConfig>(
+            config,
+            LOOP_FIELDS,
+            &format!("{path}.loop"),
+            issues,
+        );
+        if fields.contains_key("batch") {
+            issues.push(structure(
+                &format!("{path}.loop"),
+                "A node cannot have both 'batch' and 'loop'".to_string(),
+                Some(
+                    "Use batch for a fixed list of items, loop to repeat until a condition holds"
+                        .to_string(),
+                ),
+            ));
+        }
+    }
+    if let Some(config) = fields.get("retry") {
+        check_settings::<pflow_ir::RetryConfig>(
+            config,
+            RETRY_FIELDS,
+            &format!("{path}.retry"),
+            issues,
+        );
     }
     match fields.get("id") {
         None => {
@@ -364,6 +404,29 @@ fn check_batch(batch: &Value, path: &str, issues: &mut Vec<Issue>) {
                 format!("Invalid batch settings: {e}"),
                 None,
             ));
+        }
+    }
+}
+
+/// A settings object (`loop`, `retry`): known fields, then the values of the known fields.
+fn check_settings<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    known: &[&str],
+    path: &str,
+    issues: &mut Vec<Issue>,
+) {
+    let Some(fields) = value.as_object() else {
+        issues.push(wrong_type(
+            path,
+            &format!("an object {{{}}}", known.join(", ")),
+            value,
+        ));
+        return;
+    };
+    unknown_fields(fields, known, path, issues);
+    if fields.keys().all(|k| known.contains(&k.as_str())) {
+        if let Err(e) = serde_json::from_value::<T>(value.clone()) {
+            issues.push(structure(path, format!("Invalid settings: {e}"), None));
         }
     }
 }
