@@ -310,7 +310,7 @@ fn later_nodes_use_extracted_values_and_response_paths() {
     });
     let run = TestHome::new().run_json(&workflow, &[&format!("base={}", server.url(""))]);
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert_eq!(run.report()["outputs"]["greeting"], "Ada has item 7\n");
+    assert_eq!(run.report()["outputs"]["greeting"], "Ada has item 7");
 }
 
 #[test]

@@ -24,7 +24,7 @@ fn three_shell_nodes_pipe_data_with_inputs_and_declared_outputs() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = run.report();
     assert_eq!(report["status"], "succeeded");
-    assert_eq!(report["outputs"]["top_words"], "b: 3\na: 2\n");
+    assert_eq!(report["outputs"]["top_words"], "b: 3\na: 2");
     let ids: Vec<&str> = report["nodes"]
         .as_array()
         .unwrap()

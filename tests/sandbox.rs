@@ -296,7 +296,7 @@ fn a_corrupt_cache_entry_is_recompiled() {
     let run = home.run_json(&workflow, &[]);
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert_eq!(run.node("hello")["component_cache"], "compiled");
-    assert_eq!(run.report()["outputs"]["said"], "hi\n");
+    assert_eq!(run.report()["outputs"]["said"], "hi");
 }
 
 #[test]

@@ -23,7 +23,14 @@ fn captures_stdout_stderr_and_exit_code() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert_eq!(
         run.report()["outputs"]["out"],
-        json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 0})
+        json!({
+            "stdout": "out",
+            "stdout_is_binary": false,
+            "stderr": "err\n",
+            "stderr_is_binary": false,
+            "exit_code": 0,
+            "command": "echo out; echo err >&2",
+        })
     );
 }
 
@@ -48,7 +55,7 @@ fn cwd_and_env_apply_to_the_command() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     assert_eq!(
         run.report()["outputs"]["out"]["stdout"],
-        format!("{}\nhi 2\n", dir.display())
+        format!("{}\nhi 2", dir.display())
     );
 }
 
@@ -66,7 +73,7 @@ fn a_non_zero_exit_fails_with_stderr_unless_ignore_errors() {
         error["message"],
         "Command exited with code 4: no such thing"
     );
-    assert_eq!(error["sample"], "partial\n");
+    assert_eq!(error["sample"], "partial");
 
     let run = shell(&home, json!({"command": "exit 4", "ignore_errors": true}));
     assert_eq!(run.code, 0, "{}", run.stdout);
@@ -143,4 +150,18 @@ fn huge_output_is_capped() {
         .as_str()
         .unwrap()
         .contains("1048576 bytes kept, cut off in stdout"));
+}
+
+#[test]
+fn strip_newline_false_keeps_stdout_as_written_and_binary_output_is_base64() {
+    let home = TestHome::new();
+    let kept = shell(
+        &home,
+        json!({"command": "printf 'a\\n\\n'", "strip_newline": false}),
+    );
+    assert_eq!(kept.report()["outputs"]["out"]["stdout"], "a\n\n");
+    let binary = shell(&home, json!({"command": "printf '\\377\\000\\376'"}));
+    let out = &binary.report()["outputs"]["out"];
+    assert_eq!(out["stdout"], "/wD+");
+    assert_eq!(out["stdout_is_binary"], true);
 }

@@ -370,7 +370,7 @@ fn plan_run(runs: &Runs, args: &RunArgs) -> Result<Plan, (&'static str, String)>
 /// and description).
 pub(crate) fn load_workflow(path: &std::path::Path) -> Result<Workflow> {
     let text = crate::workflow_file::read(path)?;
-    Workflow::from_text(&text).with_context(|| format!("{}", path.display()))
+    crate::workflow_file::parse(path, &text).with_context(|| format!("{}", path.display()))
 }
 
 /// `key=value` pairs; the value stays text until the workflow's declared types convert it.

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute, RuntimeValidation};
 use pflow_runtime::Host;
-use pflow_validate::{validate_text, Issue};
+use pflow_validate::{validate_json_text, validate_text, Issue};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -52,7 +52,11 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
     if args.runtime {
         return runtime(host, &args, &text, inputs.unwrap_or_default());
     }
-    let report = validate_text(text, &host.registry, inputs.as_ref());
+    let report = if crate::workflow_file::is_json(&args.file) {
+        validate_json_text(text, &host.registry, inputs.as_ref())
+    } else {
+        validate_text(text, &host.registry, inputs.as_ref())
+    };
     if args.output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -81,7 +85,7 @@ fn runtime(
     text: &str,
     inputs: serde_json::Map<String, serde_json::Value>,
 ) -> Result<u8> {
-    let workflow = match pflow_ir::Workflow::from_text(text) {
+    let workflow = match crate::workflow_file::parse(&args.file, text) {
         Ok(workflow) => workflow,
         Err(error) => {
             // A workflow that cannot be parsed cannot be fixed at run time.

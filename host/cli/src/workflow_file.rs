@@ -9,6 +9,20 @@ use std::path::Path;
 /// Largest workflow file, and largest piped standard input, the host reads.
 pub const MAX_WORKFLOW_BYTES: u64 = 64 << 20;
 
+/// A workflow file: JSON when it is named `*.json`, else `.pflow.md` or JSON by its content.
+pub fn parse(path: &Path, text: &str) -> Result<pflow_ir::Workflow, pflow_ir::ParseError> {
+    if is_json(path) {
+        pflow_ir::Workflow::from_json_document(text)
+    } else {
+        pflow_ir::Workflow::from_text(text)
+    }
+}
+
+pub fn is_json(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
 pub fn read(path: &Path) -> Result<String> {
     let file = std::fs::File::open(path)
         .with_context(|| format!("Cannot read workflow file '{}'", path.display()))?;

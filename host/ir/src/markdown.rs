@@ -312,7 +312,7 @@ pub fn parse_markdown(text: &str) -> Result<MarkdownWorkflow, MarkdownError> {
             flush(&mut item, &mut entities, current);
         }
         let leading = line.len() - line.trim_start().len();
-        if line[leading..].starts_with("- ") && line[leading + 2..].trim().len() > 0 {
+        if line[leading..].starts_with("- ") && !line[leading + 2..].trim().is_empty() {
             let mut open = OpenItem {
                 lines: vec![line.trim_end().to_string()],
                 start: number,

@@ -72,11 +72,21 @@ enum Part {
     Ref(Reference),
 }
 
-/// `${root.field[0]...}`.
+/// `${root.field[0]...}`, optionally with a fallback: `${a.x ?? b.y ?? "none"}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
     pub root: String,
     pub path: Vec<Segment>,
+    /// What `??` falls back to when this reference does not resolve (the node did not run,
+    /// failed, or lacks the field).
+    pub fallback: Option<Box<Fallback>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fallback {
+    Reference(Reference),
+    /// A JSON literal: `0`, `"none"`, `[]`, `{}`, `null`.
+    Literal(Value),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -162,6 +172,29 @@ impl Template {
         all
     }
 
+    /// The references as written, each with its fallbacks, nested index templates not
+    /// listed apart.
+    pub fn top_references(&self) -> Vec<&Reference> {
+        self.parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Ref(reference) => Some(reference),
+                Part::Text(_) => None,
+            })
+            .collect()
+    }
+
+    /// `reference` and the templates in its index brackets (not its fallbacks).
+    pub fn nested_references(reference: &Reference) -> Vec<&Reference> {
+        let mut all = vec![reference];
+        for segment in &reference.path {
+            if let Segment::NestedIndex(inner) = segment {
+                all.extend(Template::nested_references(inner));
+            }
+        }
+        all
+    }
+
     /// The single reference when the whole string is exactly one template (its value keeps its
     /// JSON type).
     fn sole_reference(&self) -> Option<&Reference> {
@@ -202,6 +235,9 @@ fn collect_references<'a>(reference: &'a Reference, all: &mut Vec<&'a Reference>
         if let Segment::NestedIndex(inner) = segment {
             collect_references(inner, all);
         }
+    }
+    if let Some(Fallback::Reference(next)) = reference.fallback.as_deref() {
+        collect_references(next, all);
     }
 }
 
@@ -314,7 +350,23 @@ fn parse_reference(text: &str, depth: usize) -> Option<(Reference, usize)> {
     let mut path = Vec::new();
     loop {
         match bytes.get(at)? {
-            b'}' => return Some((Reference { root, path }, at + 1)),
+            b'}' => {
+                let reference = Reference {
+                    root,
+                    path,
+                    fallback: None,
+                };
+                return Some((reference, at + 1));
+            }
+            b' ' | b'?' => {
+                let (fallback, used) = parse_fallback(&text[at..], depth)?;
+                let reference = Reference {
+                    root,
+                    path,
+                    fallback: Some(Box::new(fallback)),
+                };
+                return Some((reference, at + used));
+            }
             b'.' => {
                 let len = identifier_len(&bytes[at + 1..], false);
                 if len == 0 {
@@ -345,6 +397,35 @@ fn parse_reference(text: &str, depth: usize) -> Option<(Reference, usize)> {
     }
 }
 
+/// ` ?? operand}` after a reference: the operand (itself a reference, with its own fallback, or
+/// a JSON literal) and the bytes used, the closing brace included.
+fn parse_fallback(text: &str, depth: usize) -> Option<(Fallback, usize)> {
+    let after_space = text.trim_start_matches(' ');
+    let operand = after_space.strip_prefix("??")?.trim_start_matches(' ');
+    let skipped = text.len() - operand.len();
+    if identifier_len(operand.as_bytes(), true) > 0
+        && !["true", "false", "null"]
+            .iter()
+            .any(|word| operand.starts_with(word) && !continues_name(operand, word.len()))
+    {
+        let (reference, used) = parse_reference(operand, depth)?;
+        return Some((Fallback::Reference(reference), skipped + used));
+    }
+    let mut values = serde_json::Deserializer::from_str(operand).into_iter::<Value>();
+    let literal = values.next()?.ok()?;
+    let end = values.byte_offset();
+    let rest = &operand[end..];
+    let closing = rest.len() - rest.trim_start_matches(' ').len();
+    (rest.as_bytes().get(closing) == Some(&b'}'))
+        .then(|| (Fallback::Literal(literal), skipped + end + closing + 1))
+}
+
+fn continues_name(text: &str, at: usize) -> bool {
+    text.as_bytes()
+        .get(at)
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-' || *b == b'.')
+}
+
 /// Length of `[a-zA-Z_][\w-]*` (a root name) or `[\w-]+` (a field) at the start of `bytes`.
 fn identifier_len(bytes: &[u8], root: bool) -> usize {
     let is_word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
@@ -361,6 +442,16 @@ impl Reference {
     }
 
     pub fn resolve(&self, scope: &dyn Scope) -> Result<Value, Unresolved> {
+        match (self.resolve_own(scope), &self.fallback) {
+            (Err(_), Some(fallback)) => match fallback.as_ref() {
+                Fallback::Reference(reference) => reference.resolve(scope),
+                Fallback::Literal(value) => Ok(value.clone()),
+            },
+            (result, _) => result,
+        }
+    }
+
+    fn resolve_own(&self, scope: &dyn Scope) -> Result<Value, Unresolved> {
         let unresolved = |message: String, available: Vec<String>| Unresolved {
             template: self.to_string(),
             message,
@@ -476,12 +567,27 @@ impl fmt::Display for Segment {
     }
 }
 
-impl fmt::Display for Reference {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "${{{}", self.root)?;
+impl Reference {
+    fn write_inside(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.root)?;
         for segment in &self.path {
             write!(f, "{segment}")?;
         }
+        match self.fallback.as_deref() {
+            Some(Fallback::Reference(next)) => {
+                write!(f, " ?? ")?;
+                next.write_inside(f)
+            }
+            Some(Fallback::Literal(value)) => write!(f, " ?? {value}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${{")?;
+        self.write_inside(f)?;
         write!(f, "}}")
     }
 }
@@ -500,6 +606,21 @@ mod tests {
         .as_object()
         .unwrap()
         .clone()
+    }
+
+    #[test]
+    fn fallbacks_take_the_first_operand_that_resolves() {
+        let t = Template::parse("${missing.x ?? fetch.response.items[0].id}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!(7));
+        let t = Template::parse("${missing.x ?? also.missing ?? \"none\"}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!("none"));
+        assert_eq!(
+            t.references()[0].to_string(),
+            "${missing.x ?? also.missing ?? \"none\"}"
+        );
+        let t = Template::parse("${missing ?? 0} and ${name ?? []}");
+        assert_eq!(t.resolve(&store(), true).unwrap(), json!("0 and Ada"));
+        assert!(Template::parse("${a ?? }").references().is_empty());
     }
 
     #[test]

@@ -318,7 +318,7 @@ pub enum ParseError {
     },
     #[error("invalid workflow: {}", .0.join("; "))]
     Structure(Vec<String>),
-    #[error("invalid .pflow.md at {0}")]
+    #[error("invalid .pflow.md: {0}")]
     Markdown(Box<crate::markdown::MarkdownError>),
 }
 
@@ -384,6 +384,11 @@ impl Workflow {
         if crate::markdown::looks_like_markdown(text) {
             return crate::markdown::workflow_from_markdown(text);
         }
+        Workflow::from_json_document(text)
+    }
+
+    /// JSON IR, or pflow's saved-workflow wrapper around it.
+    pub fn from_json_document(text: &str) -> Result<Workflow, ParseError> {
         Workflow::from_json(text).or_else(|error| {
             // Only a document that is not plain IR pays for the second parse.
             match serde_json::from_str::<Value>(text) {

@@ -1,6 +1,8 @@
 //! Runs a workflow: inputs in, nodes in edge order with `${...}` resolved against the shared
 //! store, each node in its own sandboxed instance, declared outputs out.
 
+use crate::attempt::{self, template_failure, Layered};
+use crate::batch::{self, Batch};
 use crate::cancel::CancelToken;
 use crate::capabilities::http::HttpPolicy;
 use crate::dry::DryRun;
@@ -9,10 +11,10 @@ use crate::limits::Limits;
 use crate::mcp::{McpServersFile, McpSessions};
 use crate::registry::{CacheUse, McpToolType, NodeImpl, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
-use pflow_ir::template::{resolve_value, Scope, Template, Unresolved};
+use pflow_ir::template::{Scope, Template};
 use pflow_ir::{
-    BatchConfig, BatchErrorHandling, HttpOverrides, InputSpec, Node, SandboxOverrides,
-    TemplateMode, Workflow,
+    BatchConfig, HttpOverrides, InputSpec, LoopConfig, Node, SandboxOverrides, TemplateMode,
+    Workflow,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -109,6 +111,10 @@ pub struct RunReport {
     pub nodes: Vec<NodeReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<NodeFailure>,
+    /// What went wrong without failing the run: a failure an `on-error` edge handled, batch
+    /// items that failed under `continue`, a loop stopped by its cap.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub duration_ms: f64,
     /// The state at the end: the shared store (inputs at the root, node outputs by node id),
     /// what completed, and where a resume would go on.
@@ -136,7 +142,13 @@ pub struct Executor<'a> {
     pub dry: Option<Arc<DryRun>>,
     /// This run's cancellation (a fresh token for each run unless the caller shares one).
     pub cancel: CancelToken,
+    /// How often one node may run in a run (backward edges and loops), as pflow's
+    /// `PFLOW_MAX_NODE_VISITS`.
+    pub max_node_visits: u32,
 }
+
+/// pflow's default cap on visits of one node, and on a loop's iterations.
+pub const MAX_NODE_VISITS: u32 = 100;
 
 /// pflow's `__execution__` record: which nodes finished, with which action, and the hash of
 /// what each one ran with. A resumed run skips a completed node whose hash is unchanged.
@@ -224,7 +236,8 @@ impl Executor<'_> {
         let mut reports = Vec::new();
         let mut failure = None;
         let mut status = Status::Succeeded;
-        // Cycles are refused when the workflow is read, so each node runs at most once.
+        let mut warnings = Vec::new();
+        let mut visits: HashMap<&str, u32> = HashMap::new();
         while let Some(node) = state
             .next_node
             .as_deref()
@@ -234,25 +247,56 @@ impl Executor<'_> {
                 status = Status::Cancelled;
                 break;
             }
-            let report = self.step(&context, node, &mut state, earlier, on_event);
-            on_step(&state, &report);
-            if state.next_node.is_none() && report.action == "error" {
-                // No edge handles the error: the run fails with it.
-                status = match &report.error {
-                    Some(e) if e.category == category::CANCELLED => Status::Cancelled,
-                    _ => Status::Failed,
-                };
-                failure = report.error.clone().or_else(|| {
-                    Some(
-                        NodeFailure::new(
-                            "node",
-                            "error_action",
-                            "The node returned the action 'error' and no edge handles it.",
+            let count = visits.entry(node.id.as_str()).or_default();
+            *count += 1;
+            if *count > self.max_node_visits {
+                status = Status::Failed;
+                failure = Some(
+                    NodeFailure {
+                        fixable: true,
+                        ..NodeFailure::new(
+                            "host",
+                            "visit_limit",
+                            format!(
+                                "Node '{}' was reached more than {} times: a routing loop that does not end. Make the loop's exit reachable, use `loop:` with max_iterations, or raise PFLOW_MAX_NODE_VISITS.",
+                                node.id, self.max_node_visits
+                            ),
                         )
-                        .at(&node.id, &node.type_name),
-                    )
-                });
+                    }
+                    .at(&node.id, &node.type_name),
+                );
+                break;
             }
+            let (report, mut node_warnings) =
+                self.step(&context, node, &mut state, earlier, on_event);
+            on_step(&state, &report);
+            if report.action == "error" {
+                match (&state.next_node, &report.error) {
+                    (Some(handler), Some(error)) => node_warnings.push(format!(
+                        "Node '{}' failed — on-error → '{handler}': {}",
+                        node.id, error.message
+                    )),
+                    (Some(_), None) => {}
+                    (None, _) => {
+                        // No edge handles the error: the run fails with it.
+                        status = match &report.error {
+                            Some(e) if e.category == category::CANCELLED => Status::Cancelled,
+                            _ => Status::Failed,
+                        };
+                        failure = report.error.clone().or_else(|| {
+                            Some(
+                                NodeFailure::new(
+                                    "node",
+                                    "error_action",
+                                    "The node returned the action 'error' and no edge handles it.",
+                                )
+                                .at(&node.id, &node.type_name),
+                            )
+                        });
+                    }
+                }
+            }
+            warnings.append(&mut node_warnings);
             reports.push(report);
         }
 
@@ -271,6 +315,7 @@ impl Executor<'_> {
             outputs,
             nodes: reports,
             error: failure,
+            warnings,
             duration_ms: millis(started.elapsed()),
             state,
         })
@@ -303,6 +348,7 @@ impl Executor<'_> {
     }
 
     /// Runs `node` (or takes it from `earlier`), records it in `state` and sets the next node.
+    /// Returns its report and the warnings it leaves.
     fn step(
         &self,
         context: &RunContext<'_, '_>,
@@ -310,7 +356,7 @@ impl Executor<'_> {
         state: &mut RunState,
         earlier: Option<&RunState>,
         on_event: &mut dyn FnMut(Event<'_>),
-    ) -> NodeReport {
+    ) -> (NodeReport, Vec<String>) {
         on_event(Event::NodeStarted {
             id: &node.id,
             node_type: &node.type_name,
@@ -323,9 +369,23 @@ impl Executor<'_> {
             Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
             None => std::borrow::Cow::Borrowed(&node.params),
         };
-        // Resolved once: the hash covers what the node really runs with.
+        // Resolved once: the hash covers what the node really runs with (a loop's first
+        // iteration).
         let work = match &node.batch {
-            None => Work::Once(resolve_params(&params, &state.store, context.strict)),
+            None => {
+                let scope = Layered::over(&state.store as &dyn Scope);
+                let scope = match node.loop_config {
+                    Some(_) => scope.with("__iteration__", json!(1)),
+                    None => scope,
+                };
+                Work::Once(attempt::prepare_params(
+                    plugin,
+                    &params,
+                    &scope,
+                    &Map::new(),
+                    context.strict,
+                ))
+            }
             Some(batch) => Work::Batch(batch),
         };
         let hash = node_hash(node, plugin, &work, &params, &state.store);
@@ -341,6 +401,7 @@ impl Executor<'_> {
                 }),
             _ => None,
         };
+        let mut warnings = Vec::new();
         let (outputs, action, error, cache, cached) = match reused {
             Some((outputs, action)) => (outputs_of(outputs), action, None, None, true),
             None => {
@@ -358,14 +419,52 @@ impl Executor<'_> {
                     cancel: self.cancel.clone(),
                 };
                 let (result, cache) = match work {
-                    Work::Once(Ok(resolved)) => self.run_resolved(plugin, &exec, &resolved),
                     Work::Once(Err(e)) => (Err(e.at(&node.id, &node.type_name)), None),
-                    Work::Batch(batch) => {
-                        self.run_batch(plugin, &exec, &params, batch, &state.store, context.strict)
+                    Work::Once(Ok(resolved)) => match &node.loop_config {
+                        None => attempt::run_with_retry(
+                            self.sandbox,
+                            plugin,
+                            &exec,
+                            &resolved,
+                            node.retry.as_ref(),
+                        ),
+                        Some(loop_config) => self.run_loop(
+                            context,
+                            node,
+                            plugin,
+                            &exec,
+                            &params,
+                            resolved,
+                            loop_config,
+                            state,
+                            &mut warnings,
+                        ),
+                    },
+                    Work::Batch(config) => {
+                        let batch = Batch {
+                            sandbox: self.sandbox,
+                            plugin,
+                            exec: &exec,
+                            params: &params,
+                            config,
+                            retry: node.retry.as_ref(),
+                            strict: context.strict,
+                        };
+                        batch.run(&state.store)
                     }
                 };
                 match result {
-                    Ok(outcome) => (outcome.outputs, outcome.action, None, cache, false),
+                    Ok(outcome) => {
+                        let errors = outcome.outputs.get("error_count").and_then(Value::as_u64);
+                        if let (Some(_), Some(errors @ 1..)) = (&node.batch, errors) {
+                            warnings.push(format!(
+                                "Batch '{}': {errors} error(s) out of {} items",
+                                node.id,
+                                outcome.outputs.get("count").unwrap_or(&Value::Null)
+                            ));
+                        }
+                        (outcome.outputs, outcome.action, None, cache, false)
+                    }
                     Err(failure) => {
                         let written =
                             Map::from_iter([("error".to_string(), json!(failure.message))]);
@@ -413,7 +512,115 @@ impl Executor<'_> {
             error,
         };
         on_event(Event::NodeFinished(&report));
-        report
+        (report, warnings)
+    }
+
+    /// pflow's `loop:`: the node runs, its output is written, and the condition over it decides
+    /// whether it runs again (with `${__iteration__}` one higher and `carry` replacing inputs),
+    /// up to the cap. The last iteration's outputs, with `loop_stopped`, are the node's.
+    #[allow(clippy::too_many_arguments)]
+    fn run_loop(
+        &self,
+        context: &RunContext<'_, '_>,
+        node: &Node,
+        plugin: &Plugin,
+        exec: &Execution<'_>,
+        params: &Map<String, Value>,
+        first: Map<String, Value>,
+        config: &LoopConfig,
+        state: &mut RunState,
+        warnings: &mut Vec<String>,
+    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
+        let fail = |message: String| {
+            let failure = NodeFailure {
+                fixable: true,
+                ..NodeFailure::new("host", "loop_config", message)
+            };
+            (Err(failure.at(&node.id, &node.type_name)), None)
+        };
+        let cap = match loop_cap(config, &state.store, self.max_node_visits) {
+            Ok(cap) => cap,
+            Err(message) => return fail(format!("Node '{}' loop: {message}", node.id)),
+        };
+        let Some((condition, until)) = config
+            .while_condition
+            .as_deref()
+            .map(|c| (c, false))
+            .or(config.until_condition.as_deref().map(|c| (c, true)))
+        else {
+            return fail(format!(
+                "Node '{}' loop has neither `while:` nor `until:`; declare exactly one.",
+                node.id
+            ));
+        };
+        let mut resolved = first;
+        let mut iteration = 1u32;
+        loop {
+            let (result, cache) =
+                attempt::run_with_retry(self.sandbox, plugin, exec, &resolved, node.retry.as_ref());
+            let mut outcome = match result {
+                Ok(outcome) => outcome,
+                Err(failure) => return (Err(failure), cache),
+            };
+            // The condition and `carry` read the node's own latest output.
+            write_outputs(
+                &mut state.store,
+                &node.id,
+                outcome.outputs.clone(),
+                context.namespaced,
+            );
+            let again = match loop_condition(condition, until, &state.store) {
+                Ok(again) => again,
+                Err(message) => return fail(format!("Node '{}' loop: {message}", node.id)),
+            };
+            let stopped = if !again {
+                Some("condition")
+            } else if iteration >= cap {
+                let (keyword, still) = if until {
+                    ("until", "falsy")
+                } else {
+                    ("while", "truthy")
+                };
+                warnings.push(format!(
+                    "Loop node '{}' stopped after reaching its max_iterations cap ({cap}) with its `{keyword}:` condition still {still}.",
+                    node.id
+                ));
+                Some("max_iterations")
+            } else {
+                None
+            };
+            if let Some(reason) = stopped {
+                outcome
+                    .outputs
+                    .insert("loop_stopped".to_string(), json!(reason));
+                return (Ok(outcome), cache);
+            }
+            if self.cancel.is_cancelled() {
+                let failure = NodeFailure::new("host", category::CANCELLED, "Cancelled")
+                    .at(&node.id, &node.type_name);
+                return (Err(failure), cache);
+            }
+            let mut carried = Map::new();
+            for (name, template) in &config.carry {
+                match Template::parse(template).resolve(&state.store, true) {
+                    Ok(value) => carried.insert(name.clone(), value),
+                    Err(e) => {
+                        return fail(format!(
+                            "Node '{}' loop: carry '{name}' cannot be resolved: {}",
+                            node.id, e.message
+                        ))
+                    }
+                };
+            }
+            iteration += 1;
+            let scope =
+                Layered::over(&state.store as &dyn Scope).with("__iteration__", json!(iteration));
+            resolved =
+                match attempt::prepare_params(plugin, params, &scope, &carried, context.strict) {
+                    Ok(resolved) => resolved,
+                    Err(e) => return (Err(e.at(&node.id, &node.type_name)), cache),
+                };
+        }
     }
 
     /// The plugin of every node, or the first node whose type no plugin provides.
@@ -462,101 +669,6 @@ impl Executor<'_> {
             }
         }
     }
-
-    fn run_resolved(
-        &self,
-        plugin: &Plugin,
-        exec: &Execution<'_>,
-        params: &Map<String, Value>,
-    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
-        match plugin.prepared(self.sandbox) {
-            Ok((pre, cache)) => (self.sandbox.run(pre, exec, params), Some(cache)),
-            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
-        }
-    }
-
-    fn run_once(
-        &self,
-        plugin: &Plugin,
-        exec: &Execution<'_>,
-        params: &Map<String, Value>,
-        scope: &dyn Scope,
-        strict: bool,
-    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
-        match resolve_params(params, scope, strict) {
-            Ok(params) => self.run_resolved(plugin, exec, &params),
-            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
-        }
-    }
-
-    /// pflow's `batch`: the node once per item, with the item as `${item}` (or the `as` name)
-    /// and its position as `${__index__}`. Items run one after another.
-    fn run_batch(
-        &self,
-        plugin: &Plugin,
-        exec: &Execution<'_>,
-        params: &Map<String, Value>,
-        batch: &BatchConfig,
-        store: &Map<String, Value>,
-        strict: bool,
-    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
-        let items = match batch_items(batch, store) {
-            Ok(items) => items,
-            Err(failure) => return (Err(failure.at(exec.node_id, exec.node_type)), None),
-        };
-        let mut results = Vec::with_capacity(items.len());
-        let mut errors = Vec::new();
-        let mut cache = None;
-        for (index, item) in items.iter().enumerate() {
-            let scope = BatchScope {
-                store,
-                alias: &batch.alias,
-                item,
-                index: json!(index),
-            };
-            let mut attempt = 0;
-            let result = loop {
-                attempt += 1;
-                let (result, used) = self.run_once(plugin, exec, params, &scope, strict);
-                cache = cache.or(used);
-                if result.is_ok()
-                    || attempt >= batch.max_retries.max(1)
-                    || self.cancel.is_cancelled()
-                {
-                    break result;
-                }
-                if batch.retry_wait > 0.0 {
-                    std::thread::sleep(Duration::from_secs_f64(batch.retry_wait.min(60.0)));
-                }
-            };
-            match result {
-                Ok(outcome) => results.push(Value::Object(outcome.outputs)),
-                Err(failure) => {
-                    if batch.error_handling == BatchErrorHandling::FailFast {
-                        let message = format!("Batch item {index} failed: {}", failure.message);
-                        return (Err(NodeFailure { message, ..failure }), cache);
-                    }
-                    results.push(Value::Null);
-                    errors.push(json!({"index": index, "item": item, "error": failure.message}));
-                }
-            }
-        }
-        let outputs = Map::from_iter([
-            ("count".to_string(), json!(items.len())),
-            (
-                "success_count".to_string(),
-                json!(items.len() - errors.len()),
-            ),
-            ("error_count".to_string(), json!(errors.len())),
-            ("results".to_string(), Value::Array(results)),
-            ("errors".to_string(), Value::Array(errors)),
-        ]);
-        let outcome = Outcome {
-            outputs,
-            action: pflow_ir::default_action(),
-        };
-        (Ok(outcome), cache)
-    }
 }
 
 /// The params of an MCP tool node, with the server, the tool and its argument names added for
@@ -572,76 +684,6 @@ fn with_mcp_target(params: &Map<String, Value>, tool: &McpToolType) -> Map<Strin
 
 fn http_overrides(sandbox: Option<&SandboxOverrides>) -> Option<&HttpOverrides> {
     sandbox.and_then(|s| s.http.as_ref())
-}
-
-struct BatchScope<'a> {
-    store: &'a Map<String, Value>,
-    alias: &'a str,
-    item: &'a Value,
-    index: Value,
-}
-
-impl Scope for BatchScope<'_> {
-    fn lookup(&self, name: &str) -> Option<&Value> {
-        if name == self.alias {
-            Some(self.item)
-        } else if name == "__index__" {
-            Some(&self.index)
-        } else {
-            self.store.get(name)
-        }
-    }
-}
-
-fn resolve_params(
-    params: &Map<String, Value>,
-    scope: &dyn Scope,
-    strict: bool,
-) -> Result<Map<String, Value>, NodeFailure> {
-    params
-        .iter()
-        .map(|(key, value)| {
-            let resolved = resolve_value(value, scope, strict)
-                .map_err(|e| template_failure(e, "template_error", &format!("In param '{key}'")))?;
-            Ok((key.clone(), resolved))
-        })
-        .collect()
-}
-
-/// The list a batch runs over: an array, or text holding a JSON array (a command's stdout).
-fn batch_items(batch: &BatchConfig, store: &Map<String, Value>) -> Result<Vec<Value>, NodeFailure> {
-    let value = resolve_value(&batch.items, store, true)
-        .map_err(|e| template_failure(e, "template_error", "In batch.items"))?;
-    if let Value::String(text) = &value {
-        if let Ok(items) = serde_json::from_str::<Vec<Value>>(text) {
-            return Ok(items);
-        }
-    }
-    match value {
-        Value::Array(items) => Ok(items),
-        other => Err(NodeFailure {
-            fixable: true,
-            ..NodeFailure::new(
-                "template",
-                "batch_items",
-                format!("batch.items must resolve to a list, got: {other}"),
-            )
-        }),
-    }
-}
-
-/// A template that did not resolve, as a fixable failure saying where it was.
-fn template_failure(unresolved: Unresolved, category: &str, place: &str) -> NodeFailure {
-    NodeFailure {
-        fixable: true,
-        attempted: vec![unresolved.template],
-        available: unresolved.available,
-        ..NodeFailure::new(
-            "template",
-            category,
-            format!("{place}: {}", unresolved.message),
-        )
-    }
 }
 
 /// What a node is about to do: run once with these params, or once per batch item.
@@ -672,7 +714,7 @@ fn node_hash(
         Work::Once(Ok(params)) => json!({"params": params}),
         Work::Once(Err(_)) => return None,
         Work::Batch(batch) => {
-            let items = batch_items(batch, store).ok()?;
+            let items = batch::items(batch, store).ok()?;
             json!({"params": raw, "batch": batch, "items": items})
         }
     };
@@ -812,6 +854,59 @@ fn collect_outputs(
         outputs.insert(name.clone(), value);
     }
     Ok(outputs)
+}
+
+/// The loop's cap: `max_iterations` (an integer or a template resolving to one), else the
+/// visit cap, and never above it.
+fn loop_cap(
+    config: &LoopConfig,
+    store: &Map<String, Value>,
+    visit_cap: u32,
+) -> Result<u32, String> {
+    let value = match &config.max_iterations {
+        None => return Ok(visit_cap),
+        Some(Value::String(template)) => Template::parse(template)
+            .resolve(store, true)
+            .map_err(|e| format!("max_iterations cannot be resolved: {}", e.message))?,
+        Some(value) => value.clone(),
+    };
+    let cap = match &value {
+        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| format!("max_iterations must be a positive integer, got {value}"))?;
+    if cap < 1 {
+        return Err(format!("max_iterations resolved to {cap}; it must be >= 1"));
+    }
+    if cap > i64::from(visit_cap) {
+        return Err(format!(
+            "max_iterations {cap} exceeds the visit cap of {visit_cap}; lower it or raise PFLOW_MAX_NODE_VISITS"
+        ));
+    }
+    Ok(cap as u32)
+}
+
+/// Whether the loop runs again: the condition's truthiness (inverted for `until`). A string is
+/// refused, as pflow does: "false" and "0\n" would be truthy and the loop would never stop.
+fn loop_condition(template: &str, until: bool, store: &Map<String, Value>) -> Result<bool, String> {
+    let value = Template::parse(template)
+        .resolve(store, true)
+        .unwrap_or(Value::Null);
+    let truthy = match &value {
+        Value::String(text) => {
+            let preview: String = text.chars().take(60).collect();
+            return Err(format!(
+                "condition '{template}' resolved to a string ({preview:?}). String truthiness is unsafe; reference a typed output (a list, a number or a boolean)."
+            ));
+        }
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+    };
+    Ok(truthy != until)
 }
 
 fn millis(d: Duration) -> f64 {

@@ -6,6 +6,8 @@
 // every producer and consumer clumsier.
 #![allow(clippy::result_large_err)]
 
+mod attempt;
+mod batch;
 pub mod bindings;
 pub mod cancel;
 pub mod capabilities;
@@ -81,6 +83,11 @@ impl Host {
             mcp_allowed: self.settings.mcp.allowed_servers.clone(),
             dry: None,
             cancel: cancel.clone(),
+            max_node_visits: std::env::var("PFLOW_MAX_NODE_VISITS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v| v > 0)
+                .unwrap_or(executor::MAX_NODE_VISITS),
         }
     }
 

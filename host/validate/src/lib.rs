@@ -138,6 +138,15 @@ pub fn validate_text(
             )]),
         };
     }
+    validate_json_text(text, catalog, inputs)
+}
+
+/// Validates JSON text: the IR, or pflow's saved wrapper around it.
+pub fn validate_json_text(
+    text: String,
+    catalog: &dyn NodeCatalog,
+    inputs: Option<&Map<String, Value>>,
+) -> Report {
     if let Some(duplicate) = pflow_ir::find_duplicate_key(&text) {
         return Report::from_issues(vec![Issue::error(
             IssueKind::Structure,

@@ -1,7 +1,7 @@
 //! Checks on a structurally sound workflow: node types, params, templates, data flow, inputs.
 
 use crate::{Issue, IssueKind, NodeCatalog, Port};
-use pflow_ir::template::{malformed, Reference, Segment, Template};
+use pflow_ir::template::{malformed, Fallback, Reference, Segment, Template};
 use pflow_ir::{closest, json_kind, Node, Workflow};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -195,7 +195,8 @@ fn node_types_and_params(workflow: &Workflow, catalog: &dyn NodeCatalog, issues:
             }
         }
         for name in node.params.keys() {
-            if !params.iter().any(|p| &p.name == name) {
+            // `inputs` names values for the other params on any node type, as in pflow.
+            if name != "inputs" && !params.iter().any(|p| &p.name == name) {
                 let close = closest(name, params.iter().map(|p| p.name.as_str()));
                 issues.push(Issue::warning(
                     IssueKind::Params,
@@ -290,9 +291,87 @@ impl Templates<'_> {
             ));
         }
         let template = Template::parse(text);
-        for reference in template.references() {
-            self.check_reference(reference, site, used, issues);
+        for reference in template.top_references() {
+            if reference.fallback.is_none() {
+                for nested in Template::nested_references(reference) {
+                    self.check_reference(nested, site, used, issues);
+                }
+                continue;
+            }
+            // `a ?? b ?? "x"` expects operands to be missing: each needs only to name
+            // something that exists.
+            let mut operand = Some(reference);
+            while let Some(current) = operand {
+                self.check_root(current, site, used, issues);
+                operand = match current.fallback.as_deref() {
+                    Some(Fallback::Reference(next)) => Some(next),
+                    _ => None,
+                };
+            }
         }
+    }
+
+    /// Names a node's params may use besides inputs and nodes: its batch item and index, its
+    /// loop's iteration, and the names its `inputs:` mapping (and loop `carry`) gives.
+    fn local_name(node: &Node, root: &str) -> bool {
+        if let Some(batch) = &node.batch {
+            if root == batch.alias || root == "__index__" {
+                return true;
+            }
+        }
+        if let Some(config) = &node.loop_config {
+            if root == "__iteration__" || config.carry.contains_key(root) {
+                return true;
+            }
+        }
+        matches!(node.params.get("inputs"), Some(Value::Object(names)) if names.contains_key(root))
+    }
+
+    /// Only that the root names an input, a node or a local name.
+    fn check_root(
+        &self,
+        reference: &Reference,
+        site: &Site<'_>,
+        used: &mut HashSet<String>,
+        issues: &mut Vec<Issue>,
+    ) {
+        let root = reference.root.as_str();
+        if site
+            .node
+            .is_some_and(|(_, node)| Self::local_name(node, root))
+        {
+            return;
+        }
+        if self.workflow.inputs.contains_key(root) {
+            used.insert(root.to_string());
+            return;
+        }
+        if !self.graph.index.contains_key(root) {
+            issues.push(self.unknown_root(reference, site));
+        }
+    }
+
+    fn unknown_root(&self, reference: &Reference, site: &Site<'_>) -> Issue {
+        let root = reference.root.as_str();
+        let names: Vec<&str> = self
+            .workflow
+            .inputs
+            .keys()
+            .map(String::as_str)
+            .chain(self.workflow.nodes.iter().map(|n| n.id.as_str()))
+            .collect();
+        let close = closest(root, names.iter().copied());
+        Issue::error(
+            IssueKind::Template,
+            &site.path,
+            format!("Template {reference} references '{root}', which is neither a declared input nor a node"),
+            Some(match close.first() {
+                Some(best) => format!("Did you mean '{best}'? Or declare '{root}' under inputs."),
+                None => format!(
+                    "Declare '{root}' under inputs, or use a node id. A shell variable is written ${root} without braces, or $${{{root}}}."
+                ),
+            }),
+        )
     }
 
     fn check_reference(
@@ -303,37 +382,18 @@ impl Templates<'_> {
         issues: &mut Vec<Issue>,
     ) {
         let root = reference.root.as_str();
-        if let Some((_, node)) = site.node {
-            if let Some(batch) = &node.batch {
-                if root == batch.alias || root == "__index__" {
-                    return;
-                }
-            }
+        if site
+            .node
+            .is_some_and(|(_, node)| Self::local_name(node, root))
+        {
+            return;
         }
         if self.workflow.inputs.contains_key(root) {
             used.insert(root.to_string());
             return;
         }
         let Some(&target) = self.graph.index.get(root) else {
-            let names: Vec<&str> = self
-                .workflow
-                .inputs
-                .keys()
-                .map(String::as_str)
-                .chain(self.workflow.nodes.iter().map(|n| n.id.as_str()))
-                .collect();
-            let close = closest(root, names.iter().copied());
-            issues.push(Issue::error(
-                IssueKind::Template,
-                &site.path,
-                format!("Template {reference} references '{root}', which is neither a declared input nor a node"),
-                Some(match close.first() {
-                    Some(best) => format!("Did you mean '{best}'? Or declare '{root}' under inputs."),
-                    None => format!(
-                        "Declare '{root}' under inputs, or use a node id. A shell variable is written ${root} without braces, or $${{{root}}}."
-                    ),
-                }),
-            ));
+            issues.push(self.unknown_root(reference, site));
             return;
         };
         let target_node = &self.workflow.nodes[target];
@@ -386,6 +446,12 @@ impl Templates<'_> {
             Some((Segment::Field(name), rest)) if name == "results" => match rest.split_first() {
                 None => None,
                 Some((Segment::Index(_) | Segment::NestedIndex(_), item)) => {
+                    // Each result also carries its item and its place in the list.
+                    if let Some(Segment::Field(field)) = item.first() {
+                        if field == "item" || field == "original_index" {
+                            return None;
+                        }
+                    }
                     let at = format!("{}.results[0]", node.id);
                     self.check_fields(node, reference, item, &at, path)
                 }
@@ -442,8 +508,8 @@ impl Templates<'_> {
                 None,
             ));
         };
-        // Every node writes `error` when it fails.
-        if name == "error" {
+        // Every node writes `error` when it fails; a loop adds why it stopped.
+        if name == "error" || (name == "loop_stopped" && node.loop_config.is_some()) {
             return None;
         }
         let Some(port) = outputs.iter().find(|p| &p.name == name) else {

@@ -31,6 +31,7 @@
 
 #[doc(hidden)]
 pub mod abi;
+pub mod base64;
 pub mod http;
 pub mod log;
 pub mod mcp;

@@ -25,9 +25,18 @@ impl Node for Shell {
         .param("env", "dict", "Extra environment variables", false)
         .param("timeout", "int", "Seconds before the command is killed (default 30)", false)
         .param("ignore_errors", "bool", "Succeed even when the command exits non-zero", false)
-        .output("stdout", "str", "Standard output", true)
-        .output("stderr", "str", "Standard error", true)
+        .param(
+            "strip_newline",
+            "bool",
+            "Strip trailing newlines from stdout (default true; stderr is never stripped)",
+            false,
+        )
+        .output("stdout", "str", "Standard output (base64 when not UTF-8 text)", true)
+        .output("stdout_is_binary", "bool", "Whether stdout is base64 of binary data", true)
+        .output("stderr", "str", "Standard error (base64 when not UTF-8 text)", true)
+        .output("stderr_is_binary", "bool", "Whether stderr is base64 of binary data", true)
         .output("exit_code", "int", "Exit status (128 + N when killed by signal N)", true)
+        .output("command", "str", "The command that ran", true)
     }
 
     fn run(params: Params) -> Result<Outcome, NodeError> {
@@ -39,10 +48,14 @@ impl Node for Shell {
         let seconds = params.f64_opt("timeout")?.unwrap_or(DEFAULT_TIMEOUT_SECONDS);
         command.timeout_ms = Some((seconds * 1000.0).min(u32::MAX as f64) as u32);
         let ignore_errors = params.bool_or("ignore_errors", false)?;
+        let strip_newline = params.bool_or("strip_newline", true)?;
 
         let output = command.run()?;
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let (mut stdout, stdout_is_binary) = text_or_base64(&output.stdout);
+        let (stderr, stderr_is_binary) = text_or_base64(&output.stderr);
+        if strip_newline && !stdout_is_binary {
+            stdout.truncate(stdout.trim_end_matches('\n').len());
+        }
         // The host stops reading (and the command gets SIGPIPE) once stdout and stderr together
         // pass the node's output limit: what was kept is not the command's output, so it is
         // not handed on as if it were.
@@ -80,10 +93,21 @@ impl Node for Shell {
         }
         Ok(json!({
             "stdout": stdout,
+            "stdout_is_binary": stdout_is_binary,
             "stderr": stderr,
+            "stderr_is_binary": stderr_is_binary,
             "exit_code": output.exit_code,
+            "command": script,
         })
         .into())
+    }
+}
+
+/// Output as text, or as base64 (and true) when it is not UTF-8, as pflow does.
+fn text_or_base64(bytes: &[u8]) -> (String, bool) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_string(), false),
+        Err(_) => (pflow_sdk::base64::encode(bytes), true),
     }
 }
 

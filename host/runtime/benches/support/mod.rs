@@ -88,5 +88,6 @@ pub fn executor<'a>(
         mcp_allowed: vec!["*".to_string()],
         dry: None,
         cancel: Default::default(),
+        max_node_visits: pflow_runtime::executor::MAX_NODE_VISITS,
     }
 }
