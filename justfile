@@ -38,6 +38,9 @@ test-peers:
         || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap)
     npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
     python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "mcp>=2,<3" httpbin
+    # pflow 0.16 itself, the reference the differential tests compare against
+    test -x target/pflow-venv/bin/pflow || (python3 -m venv target/pflow-venv \
+        && target/pflow-venv/bin/pip install --quiet --disable-pip-version-check pflow-cli==0.16.0)
 
 # Every check: formatting, lints, the plugin build, the acceptance scripts, all tests
 test: plugins test-peers

@@ -121,7 +121,10 @@ fn a_failing_node_follows_its_error_edge_and_writes_error_in_its_namespace() {
     let report = run.report();
     assert_eq!(report["nodes"][0]["status"], "failed");
     assert_eq!(report["nodes"][0]["error"]["category"], "command_failed");
-    assert_eq!(report["outputs"]["saw"], "Command exited with code 3: oops");
+    assert_eq!(
+        report["outputs"]["saw"],
+        "Command failed with exit code 3: oops"
+    );
 }
 
 #[test]
@@ -192,7 +195,7 @@ fn batch_continue_collects_errors_and_fail_fast_stops() {
     assert!(run.report()["error"]["message"]
         .as_str()
         .unwrap()
-        .starts_with("Batch item 1 failed"));
+        .starts_with("Batch 'each' failed at item [1]"));
 }
 
 #[test]

@@ -71,7 +71,7 @@ fn a_non_zero_exit_fails_with_stderr_unless_ignore_errors() {
     assert_eq!(error["category"], "command_failed");
     assert_eq!(
         error["message"],
-        "Command exited with code 4: no such thing"
+        "Command failed with exit code 4: no such thing"
     );
     assert_eq!(error["sample"], "partial");
 

@@ -84,8 +84,38 @@ fn format_ms(ms: f64) -> String {
     }
 }
 
+/// The JSON document of a run: the report, with each output that is JSON text parsed (as
+/// pflow's JSON output does) and every node's outputs under `node_outputs`.
+pub fn report_document(report: &RunReport) -> Value {
+    let mut document = serde_json::to_value(report).unwrap_or_default();
+    let outputs: serde_json::Map<String, Value> = report
+        .outputs
+        .iter()
+        .map(|(name, value)| (name.clone(), parsed_if_json(value)))
+        .collect();
+    document["outputs"] = Value::Object(outputs);
+    let mut node_outputs = serde_json::Map::new();
+    for node in &report.nodes {
+        if let Some(written) = report.state.store.get(&node.id) {
+            node_outputs.insert(node.id.clone(), written.clone());
+        }
+    }
+    document["node_outputs"] = Value::Object(node_outputs);
+    document
+}
+
+fn parsed_if_json(value: &Value) -> Value {
+    match value {
+        Value::String(text) => serde_json::from_str(text.trim()).unwrap_or_else(|_| value.clone()),
+        other => other.clone(),
+    }
+}
+
 /// Outputs on stdout (a single output as plain text); errors on stderr.
 pub fn print_report(report: &RunReport) {
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
     match report.status {
         Status::Succeeded => match report.outputs.len() {
             0 => {}

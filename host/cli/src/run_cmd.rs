@@ -136,7 +136,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     }
 
     if json_output {
-        let mut document = serde_json::to_value(&report)?;
+        let mut document = display::report_document(&report);
         document["run_id"] = json!(run_id);
         println!("{}", serde_json::to_string_pretty(&document)?);
     } else {
@@ -283,9 +283,9 @@ fn finish_with_repair(
     if json_output {
         let mut document = match (&outcome.report, original) {
             (Some(report), _) if outcome.status == RepairStatus::Repaired => {
-                serde_json::to_value(report)?
+                display::report_document(report)
             }
-            (_, Some(report)) => serde_json::to_value(report)?,
+            (_, Some(report)) => display::report_document(report),
             _ => json!({"status": "failed", "error": {"message": message}}),
         };
         document["run_id"] = json!(run_id);

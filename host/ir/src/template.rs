@@ -241,12 +241,63 @@ fn collect_references<'a>(reference: &'a Reference, all: &mut Vec<&'a Reference>
     }
 }
 
-/// How a value reads inside text: strings as they are, null as nothing, the rest as JSON.
+/// How a value reads inside text, as pflow renders it: strings as they are, null as nothing,
+/// booleans as `True`/`False`, lists and objects as Python's `json.dumps` writes them (`", "`
+/// and `": "` between items), numbers as written.
 pub fn render(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => other.to_string(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Number(n) => n.to_string(),
+        structured => python_json(structured),
+    }
+}
+
+/// JSON with Python's default separators.
+fn python_json(value: &Value) -> String {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonSeparators);
+    match value.serialize(&mut serializer) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => value.to_string(),
+    }
+}
+
+struct PythonSeparators;
+
+impl serde_json::ser::Formatter for PythonSeparators {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
     }
 }
 
@@ -639,7 +690,13 @@ mod tests {
         let t = Template::parse("hi ${name}: ${fetch.response.items[0]}");
         assert_eq!(
             t.resolve(&store(), true).unwrap(),
-            json!("hi Ada: {\"id\":7}")
+            json!("hi Ada: {\"id\": 7}")
+        );
+        let flags = Template::parse("${t} ${f} ${n} [${l}]");
+        let scope = json!({"t": true, "f": false, "n": null, "l": [1, {"a": "b"}]});
+        assert_eq!(
+            flags.resolve(scope.as_object().unwrap(), true).unwrap(),
+            json!("True False  [[1, {\"a\": \"b\"}]]")
         );
     }
 

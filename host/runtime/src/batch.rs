@@ -65,7 +65,12 @@ impl Batch<'_> {
                     results.push(Value::Object(outputs));
                 }
                 Err(failure) if self.config.error_handling == BatchErrorHandling::FailFast => {
-                    let message = format!("Batch item {index} failed: {}", failure.message);
+                    let message = format!(
+                        "Batch '{}' failed at item [{index}]: {}\n  item: {}",
+                        exec.node_id,
+                        failure.message,
+                        pflow_ir::template::render(&items[index])
+                    );
                     return (Err(NodeFailure { message, ..failure }), cache);
                 }
                 Err(failure) => {

@@ -1,7 +1,7 @@
 //! Runs a workflow: inputs in, nodes in edge order with `${...}` resolved against the shared
 //! store, each node in its own sandboxed instance, declared outputs out.
 
-use crate::attempt::{self, template_failure, Layered};
+use crate::attempt::{self, Layered};
 use crate::batch::{self, Batch};
 use crate::cancel::CancelToken;
 use crate::capabilities::http::HttpPolicy;
@@ -9,6 +9,7 @@ use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
 use crate::mcp::{McpServersFile, McpSessions};
+use crate::outputs;
 use crate::registry::{CacheUse, McpToolType, NodeImpl, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
 use pflow_ir::template::{Scope, Template};
@@ -302,7 +303,7 @@ impl Executor<'_> {
 
         let mut outputs = Map::new();
         if status == Status::Succeeded {
-            match collect_outputs(workflow, &state.store, context.strict) {
+            match outputs::collect(workflow, &state.store, context.strict) {
                 Ok(collected) => outputs = collected,
                 Err(e) => {
                     status = Status::Failed;
@@ -830,30 +831,6 @@ fn convert_input(name: &str, spec: &InputSpec, value: Value) -> Result<Value, St
         }
         _ => Ok(Value::String(text)),
     }
-}
-
-fn collect_outputs(
-    workflow: &Workflow,
-    store: &Map<String, Value>,
-    strict: bool,
-) -> Result<Map<String, Value>, NodeFailure> {
-    let mut outputs = Map::new();
-    for (name, spec) in &workflow.outputs {
-        let value = match &spec.source {
-            Some(source) => Template::parse(source)
-                .resolve(store, strict)
-                .map_err(|e| template_failure(e, "output_source", &format!("Output '{name}' cannot be filled")))?,
-            None => store.get(name).cloned().ok_or_else(|| {
-                NodeFailure::new(
-                    "template",
-                    "output_source",
-                    format!("Output '{name}' has no source and nothing was written under that name; give it a source such as ${{node.field}}."),
-                )
-            })?,
-        };
-        outputs.insert(name.clone(), value);
-    }
-    Ok(outputs)
 }
 
 /// The loop's cap: `max_iterations` (an integer or a template resolving to one), else the

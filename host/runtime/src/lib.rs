@@ -18,6 +18,7 @@ pub mod executor;
 pub mod home;
 pub mod limits;
 pub mod mcp;
+pub mod outputs;
 pub mod registry;
 pub mod runs;
 pub mod runtime_validation;

@@ -37,6 +37,7 @@ pub mod log;
 pub mod mcp;
 mod params;
 pub mod process;
+pub mod python_json;
 
 pub use params::Params;
 pub use serde_json::{self, json, Map, Value};

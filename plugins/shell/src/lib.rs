@@ -78,11 +78,15 @@ impl Node for Shell {
         if output.exit_code != 0 && !ignore_errors {
             let mut error = NodeError::new(
                 "command_failed",
-                format!(
-                    "Command exited with code {}: {}",
-                    output.exit_code,
-                    excerpt(stderr.trim(), "(no stderr)")
-                ),
+                match excerpt(stderr.trim_end(), "") {
+                    excerpt if excerpt.is_empty() => {
+                        format!("Command failed with exit code {}", output.exit_code)
+                    }
+                    excerpt => format!(
+                        "Command failed with exit code {}: {}",
+                        output.exit_code, excerpt
+                    ),
+                },
             )
             .fixable(true)
             .attempted(vec![script.to_string()]);
@@ -115,7 +119,7 @@ fn text_or_base64(bytes: &[u8]) -> (String, bool) {
 fn stdin_bytes(value: &Value) -> Vec<u8> {
     match value {
         Value::String(text) => text.clone().into_bytes(),
-        other => other.to_string().into_bytes(),
+        other => pflow_sdk::python_json::to_string(other).into_bytes(),
     }
 }
 
