@@ -152,11 +152,12 @@ fn an_auth_error_is_not_sent_to_the_llm() {
         "ir_version": "0.1.0",
         "inputs": {"file": {"type": "string", "required": false}},
         "nodes": [{"id": "fetch", "type": "http",
-                   "params": {"url": format!("http://127.0.0.1:{}/status/401", server.port)}}]
+                   "params": {"url": format!("http://127.0.0.1:{}/status/401", server.port),
+                              "headers": {"X-File": "${file}"}}}]
     });
     let llm = StandIn::start(0, vec![answer(greeting("name"))]).unwrap();
     let run = run_with_llm(&home, &llm, &workflow, &[]);
-    assert_eq!(run.code, 1);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert!(llm.requests().is_empty());
     assert_eq!(run.report()["repair"]["repairs"], 0);
     assert!(run.report()["repair"]["reason"]

@@ -77,6 +77,39 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     } = plan;
     read_piped_stdin(&workflow, &mut inputs)?;
 
+    // The run refuses what `validate` refuses, with the same messages.
+    let checked = pflow_validate::validate(&serde_json::to_value(&workflow)?, &host.registry, None);
+    if !checked.valid {
+        let message = checked
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        if let Some((llm, broken)) = repairable(host, &args, "invalid_workflow") {
+            let cancel = crate::signals::cancel_on_interrupt();
+            return finish_with_repair(host, &llm, &cancel, &args, broken, None, &message);
+        }
+        if json_output {
+            let category = match checked.errors.first().map(|issue| issue.kind) {
+                Some(pflow_validate::IssueKind::NodeType) => "unknown_node_type",
+                _ => "invalid_workflow",
+            };
+            let document = json!({
+                "status": "failed",
+                "outputs": {},
+                "nodes": [],
+                "error": {"source": "host", "category": category, "fixable": true,
+                          "message": message},
+                "validation": checked,
+            });
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        } else {
+            crate::validate_cmd::print_issues(&checked);
+        }
+        return Ok(exit::CANNOT_START);
+    }
+
     let cancel = crate::signals::cancel_on_interrupt();
 
     let original_path = workflow_path.clone();
@@ -225,12 +258,17 @@ fn repairable(host: &Host, args: &RunArgs, category: &str) -> Option<(Client, Br
     };
     let path = args.file.as_ref()?;
     let text = crate::workflow_file::read(path).ok()?;
-    let mut workflow: Value = serde_json::from_str(&text).ok()?;
-    if workflow.get("nodes").is_none() {
-        workflow = serde_json::from_value::<pflow_planner::SavedWorkflow>(workflow)
-            .ok()?
-            .ir;
-    }
+    // The IR as written when it is JSON (a shape error may keep it from parsing); a
+    // `.pflow.md` document as read.
+    let workflow: Value = match serde_json::from_str::<Value>(&text) {
+        Ok(document) if document.get("nodes").is_some() => document,
+        Ok(document) => {
+            serde_json::from_value::<pflow_planner::SavedWorkflow>(document)
+                .ok()?
+                .ir
+        }
+        Err(_) => serde_json::to_value(crate::workflow_file::parse(path, &text).ok()?).ok()?,
+    };
     let report = pflow_validate::validate(&workflow, &host.registry, None);
     let errors = crate::run_repair::validation_errors(&report);
     if errors.is_empty() {

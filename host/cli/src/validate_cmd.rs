@@ -73,6 +73,17 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
     Ok(if report.valid { 0 } else { exit::FAILED })
 }
 
+/// A refused workflow's errors, for `run`: the words of `validate`, on stderr.
+pub(crate) fn print_issues(report: &pflow_validate::Report) {
+    eprintln!(
+        "error: the workflow is invalid ({} error(s)); nothing ran. `pflow-host validate` shows the same:",
+        report.errors.len()
+    );
+    for issue in &report.errors {
+        eprintln!("  {}", issue.to_string().replace('\n', "\n    "));
+    }
+}
+
 fn print_issue(issue: &Issue) {
     let mut lines = issue.to_string();
     lines = lines.replace('\n', "\n  ");

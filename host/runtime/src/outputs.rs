@@ -60,7 +60,7 @@ pub fn auto_detected(store: &Map<String, Value>) -> Option<(String, Value)> {
         }
         if let Some(value) = namespaces()
             .filter_map(|namespace| namespace.get(*key).filter(|v| usable(v)))
-            .last()
+            .next_back()
         {
             return Some((key.to_string(), value.clone()));
         }
@@ -87,7 +87,7 @@ mod tests {
         let store = store.as_object().unwrap();
         assert_eq!(auto_detected(store), Some(("text".into(), json!("input"))));
         let mut without_root = store.clone();
-        without_root.remove("text");
+        without_root.shift_remove("text");
         assert_eq!(
             auto_detected(&without_root),
             Some(("stdout".into(), json!("second")))

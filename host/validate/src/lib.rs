@@ -241,5 +241,13 @@ fn check_semantics(
 ) -> Report {
     let mut issues = Vec::new();
     semantics::check(workflow, catalog, inputs, &mut issues);
+    // In permissive mode an unresolved template stays as written at run time: a warning.
+    if workflow.template_resolution_mode == pflow_ir::TemplateMode::Permissive {
+        for issue in &mut issues {
+            if issue.kind == IssueKind::Template && issue.severity == Severity::Error {
+                issue.severity = Severity::Warning;
+            }
+        }
+    }
     Report::from_issues(issues)
 }

@@ -262,6 +262,27 @@ impl Templates<'_> {
                 };
                 self.check_text(&text, &site, &mut used, issues);
             }
+            // A loop's settings read the node's own latest output: only their roots are
+            // checked (and the inputs they use counted).
+            if let Some(config) = &node.loop_config {
+                let max = config.max_iterations.as_ref().and_then(Value::as_str);
+                let texts = config
+                    .while_condition
+                    .iter()
+                    .chain(&config.until_condition)
+                    .chain(config.carry.values())
+                    .map(String::as_str)
+                    .chain(max);
+                for text in texts {
+                    let site = Site {
+                        path: format!("nodes[{i}].loop"),
+                        node: Some((i, node)),
+                    };
+                    for reference in Template::parse(text).references() {
+                        self.check_root(reference, &site, &mut used, issues);
+                    }
+                }
+            }
         }
         for (name, output) in &self.workflow.outputs {
             if let Some(source) = &output.source {
@@ -677,12 +698,22 @@ fn data_flow(workflow: &Workflow, graph: &Graph, issues: &mut Vec<Issue>) {
                     node.id
                 )
             };
-            issues.push(Issue::error(
-                IssueKind::DataFlow,
-                &format!("nodes[{i}]"),
-                format!("Node '{}' is unreachable: no edge path leads to it from the start node '{start}'", node.id),
-                Some(hint),
-            ));
+            let message = format!(
+                "Node '{}' is unreachable: no edge path leads to it from the start node '{start}'",
+                node.id
+            );
+            // With routing written out (`start_node`, `next`, `on-error`, actions), a node that
+            // nothing reaches is the author's choice, as pflow allows; without any, edges were
+            // forgotten.
+            let routed = workflow.start_node.is_some()
+                || workflow.edges.iter().any(|e| e.action.is_some())
+                || nodes.iter().any(|n| n.routes_to_end);
+            let path = format!("nodes[{i}]");
+            issues.push(if routed {
+                Issue::warning(IssueKind::DataFlow, &path, message, Some(hint))
+            } else {
+                Issue::error(IssueKind::DataFlow, &path, message, Some(hint))
+            });
         }
     }
 }
