@@ -93,6 +93,28 @@ fn sync_lists_every_tool_as_a_node_type() {
         "{}",
         described.stdout
     );
+    // `registry list` shows the tools beside the components, and filters by words.
+    let listed = home.run_args(&["registry", "list", "--filter", "everything sum"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let names: Vec<&str> = listed
+        .stdout
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["mcp-everything-get-sum"], "{}", listed.stdout);
+    let all = home
+        .run_args(&["registry", "list", "--output-format", "json"])
+        .report();
+    let types: Vec<&str> = all["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["type"].as_str())
+        .collect();
+    assert!(
+        types.contains(&"shell") && types.contains(&"mcp-everything-echo"),
+        "{types:?}"
+    );
 }
 
 #[test]
@@ -125,15 +147,22 @@ fn echo_and_get_sum_run_in_a_workflow() {
 fn a_wrong_argument_name_is_a_fixable_argument_error() {
     let home = home_with(json!({"everything": everything()}));
     let workflow = json!({"ir_version": "0.1.0", "nodes": [{"id": "say", "type": "mcp-everything-echo", "params": {"mesage": "hi"}}]});
-    let run = home.run_json(&workflow, &[]);
-    assert_eq!(run.code, 1);
-    let error = &run.report()["error"];
-    assert_eq!(error["category"], "argument_error");
+    // At run time (here a dry one, which `run` would not reach: it validates first).
+    let path = home.workflow("wrong.json", &workflow);
+    let dry = home.run_args(&[
+        "validate",
+        path.to_str().unwrap(),
+        "--runtime",
+        "--output-format",
+        "json",
+    ]);
+    let error = &dry.report()["runtime_errors"][0];
+    assert_eq!(error["category"], "argument_error", "{}", dry.stdout);
     assert_eq!(error["fixable"], true);
     assert_eq!(error["attempted"], json!(["mesage"]));
     assert_eq!(error["available"], json!(["message"]));
+    assert_eq!(home.run_json(&workflow, &[]).code, 2);
     // The validator sees it coming, from the tool's input schema.
-    let path = home.workflow("wrong.json", &workflow);
     let validated = home.run_args(&["validate", path.to_str().unwrap()]);
     assert_eq!(validated.code, 1);
     assert!(

@@ -10,8 +10,12 @@ use serde_json::json;
 
 #[derive(Subcommand)]
 pub enum RegistryCommand {
-    /// Every installed node type, with its capabilities.
+    /// Every node type: installed components and the tools of configured MCP servers.
     List {
+        /// Only types whose name or description contains every one of these words
+        /// (case-insensitive), e.g. `--filter "github issue"`.
+        #[arg(long)]
+        filter: Option<String>,
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
@@ -26,32 +30,10 @@ pub enum RegistryCommand {
 
 pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
     match command {
-        RegistryCommand::List { output_format } => {
-            if output_format == OutputFormat::Json {
-                let plugins: Vec<_> = host.registry.plugins().map(plugin_json).collect();
-                let document = json!({"plugins": plugins, "problems": host.registry.problems});
-                println!("{}", serde_json::to_string_pretty(&document)?);
-                return Ok(0);
-            }
-            let plugins: Vec<&Plugin> = host.registry.plugins().collect();
-            if plugins.is_empty() {
-                eprintln!("No node types installed. Build the built-in ones with `just plugins`.");
-            }
-            let width = plugins.iter().map(|p| p.spec.name.len()).max().unwrap_or(0);
-            for plugin in plugins {
-                println!(
-                    "{:width$}  {:8}  [{}]  {}",
-                    plugin.spec.name,
-                    format!("{:?}", plugin.origin).to_lowercase(),
-                    capabilities_text(&plugin.spec.capabilities, &plugin.denied),
-                    plugin.spec.description
-                );
-            }
-            for problem in &host.registry.problems {
-                eprintln!("warning: {problem}");
-            }
-            Ok(0)
-        }
+        RegistryCommand::List {
+            filter,
+            output_format,
+        } => list(host, filter.as_deref(), output_format),
         RegistryCommand::Describe {
             node_type,
             output_format,
@@ -89,6 +71,76 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
             )
         }
     }
+}
+
+/// One line of `registry list`: a component or an MCP tool.
+struct Listed {
+    name: String,
+    origin: String,
+    capabilities: String,
+    description: String,
+    document: serde_json::Value,
+}
+
+fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Result<u8> {
+    let components = host.registry.plugins().map(|plugin| Listed {
+        name: plugin.spec.name.clone(),
+        origin: format!("{:?}", plugin.origin).to_lowercase(),
+        capabilities: capabilities_text(&plugin.spec.capabilities, &plugin.denied),
+        description: plugin.spec.description.clone(),
+        document: plugin_json(plugin),
+    });
+    let tools = host.registry.mcp_tools().map(|tool| Listed {
+        name: tool.spec.name.clone(),
+        origin: "mcp".to_string(),
+        capabilities: capabilities_text(&tool.spec.capabilities, &[]),
+        description: tool.spec.description.clone(),
+        document: json!({
+            "type": tool.spec.name,
+            "description": tool.spec.description,
+            "params": tool.spec.params,
+            "outputs": tool.spec.outputs,
+            "origin": "mcp",
+            "server": tool.server,
+            "tool": tool.tool,
+        }),
+    });
+    let words: Vec<String> = filter
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_lowercase)
+        .collect();
+    let mut listed: Vec<Listed> = components
+        .chain(tools)
+        .filter(|entry| {
+            let text = format!("{} {}", entry.name, entry.description).to_lowercase();
+            words.iter().all(|word| text.contains(word.as_str()))
+        })
+        .collect();
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    if output_format == OutputFormat::Json {
+        let types: Vec<&serde_json::Value> = listed.iter().map(|l| &l.document).collect();
+        let document = json!({"plugins": types, "problems": host.registry.problems});
+        println!("{}", serde_json::to_string_pretty(&document)?);
+        return Ok(0);
+    }
+    if listed.is_empty() {
+        match filter {
+            Some(filter) => eprintln!("No node type matches '{filter}'."),
+            None => eprintln!("No node types installed."),
+        }
+    }
+    let width = listed.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    for entry in &listed {
+        println!(
+            "{:width$}  {:8}  [{}]  {}",
+            entry.name, entry.origin, entry.capabilities, entry.description
+        );
+    }
+    for problem in &host.registry.problems {
+        eprintln!("warning: {problem}");
+    }
+    Ok(0)
 }
 
 /// One node type's description, as JSON or for a person.
