@@ -64,4 +64,6 @@ bench: build test-peers
     cargo bench -p pflow-runtime --bench dry_shell_overhead
     cargo bench -p pflow-runtime --bench checkpoint
     cargo bench -p pflow-host --bench run_example
+    cargo bench -p pflow-host --bench vs_pflow
+    cargo bench -p pflow-runtime --bench batch_overhead
     cargo bench -p pflow-planner --bench planner_overhead
