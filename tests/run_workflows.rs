@@ -73,7 +73,10 @@ fn a_whole_string_template_keeps_its_json_type_and_mixed_text_becomes_a_string()
     assert_eq!(echoed["count"], json!(3));
     assert_eq!(echoed["flags"], json!({"a": true}));
     assert_eq!(echoed["second_id"], json!(42));
-    assert_eq!(echoed["nested"], json!({"list": [3, "n=3 f={\"a\":true}"]}));
+    assert_eq!(
+        echoed["nested"],
+        json!({"list": [3, "n=3 f={\"a\": true}"]})
+    );
     assert_eq!(echoed["escaped"], "${count}");
     assert_eq!(echoed["shell_form"], "${#arr[@]} ${v:-x}");
 }
@@ -225,4 +228,74 @@ fn start_node_and_piped_stdin_input_are_honoured() {
     let run = common::Run::from(child.wait_with_output().unwrap());
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.trim(), "3");
+}
+
+/// The issue's check: 8 items of 0.2 s in parallel take well under the 1.6 s they take one
+/// after another, come back in item order, and a failing item behaves per error_handling.
+#[test]
+fn a_parallel_batch_runs_items_at_once_and_keeps_item_order() {
+    let home = TestHome::new();
+    let workflow = |mode: &str| {
+        json!({
+            "nodes": [{"id": "each", "type": "shell",
+                "batch": {"items": [1, 2, 3, 4, 5, 6, 7, 8], "parallel": true,
+                          "max_concurrent": 8, "error_handling": mode},
+                // Later items finish first; item 5 fails.
+                "params": {"command": "sleep 0.2; sleep 0.0$((9 - ${item})); [ ${item} != 5 ] && echo ${item}"}}],
+            "outputs": {"results": {"source": "${each.results}"}, "errors": {"source": "${each.errors}"}}
+        })
+    };
+    let run = home.run_json(&workflow("continue"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let report = run.report();
+    let node_ms = report["nodes"][0]["duration_ms"].as_f64().unwrap();
+    assert!(node_ms < 500.0, "8 x 0.2 s in parallel took {node_ms} ms");
+    let stdouts: Vec<&str> = report["outputs"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["stdout"].as_str().unwrap())
+        .collect();
+    assert_eq!(stdouts, ["1", "2", "3", "4", "6", "7", "8"]);
+    assert_eq!(report["outputs"]["errors"][0]["index"], 4);
+    assert_eq!(
+        report["warnings"][0],
+        "Batch 'each': 1 error(s) out of 8 items"
+    );
+
+    let run = home.run_json(&workflow("fail_fast"), &[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let report = run.report();
+    assert!(report["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Batch 'each' failed at item [4]"));
+    assert!(report["nodes"][0]["duration_ms"].as_f64().unwrap() < 500.0);
+}
+
+/// The built-in components ship inside the binary: a copy of it in an empty directory runs a
+/// workflow from another directory, with no PFLOW_BUILTIN_PLUGINS and nothing beside it.
+#[test]
+fn a_copied_binary_runs_a_workflow_from_anywhere() {
+    let home = TestHome::new();
+    let bin_dir = tempfile::tempdir().unwrap();
+    let binary = bin_dir.path().join("pflow-host");
+    std::fs::copy(env!("CARGO_BIN_EXE_pflow-host"), &binary).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(
+        work.path().join("hello.pflow.md"),
+        "# Hello\n\nSays hello.\n\n## Steps\n\n### greet\n\nGreets.\n\n- type: shell\n\n```shell command\necho hello from a copy\n```\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(&binary)
+        .args(["run", "hello.pflow.md"])
+        .current_dir(work.path())
+        .env("PFLOW_HOME", home.path())
+        .env_remove("PFLOW_BUILTIN_PLUGINS")
+        .env_remove("PFLOW_PLUGIN_PATH")
+        .output()
+        .unwrap();
+    let run = common::Run::from(output);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim(), "hello from a copy");
 }

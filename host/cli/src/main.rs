@@ -1,5 +1,6 @@
 //! `pflow-host`: run pflow workflows with every node sandboxed as a WebAssembly component.
 
+mod builtins;
 mod display;
 mod mcp_cmd;
 mod plan_cmd;
@@ -33,8 +34,8 @@ struct Cli {
     /// Without a command: plan the request, then run it.
     #[command(flatten)]
     plan: plan_cmd::PlanArgs,
-    /// Directory of the built-in node components (default: `plugins` next to the binary's
-    /// directory, as `just plugins` lays them out).
+    /// Directory of the built-in node components, instead of those embedded in the binary
+    /// (for developing them).
     #[arg(long, global = true, env = "PFLOW_BUILTIN_PLUGINS", value_name = "DIR")]
     builtin_plugins: Option<PathBuf>,
 }
@@ -88,8 +89,14 @@ pub mod exit {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     display::init_logging();
-    let builtin = cli.builtin_plugins.unwrap_or_else(default_builtin_dir);
-    let open = || Host::open(PflowHome::from_env(), builtin.clone());
+    let open = || {
+        let home = PflowHome::from_env();
+        let builtin = match &cli.builtin_plugins {
+            Some(dir) => dir.clone(),
+            None => builtins::unpacked(&home)?.unwrap_or_else(default_builtin_dir),
+        };
+        Host::open(home, builtin)
+    };
     let result = match cli.command {
         None if cli.plan.request.is_none() => {
             use clap::CommandFactory;
@@ -124,7 +131,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// `<prefix>/plugins` for a binary in `<prefix>/bin` or `target/<profile>`.
+/// For a binary built without embedded components: `<prefix>/plugins` for a binary in
+/// `<prefix>/bin` or `target/<profile>`.
 fn default_builtin_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
