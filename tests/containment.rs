@@ -756,3 +756,160 @@ fn the_hosts_llm_keys_reach_no_command_a_planned_workflow_starts() {
     assert!(!stdout.contains("secret"), "{stdout}");
     assert_eq!(llm.requests()[0].header("x-api-key"), Some("sk-ant-secret"));
 }
+
+/// Runs `workflow` with its working directory `work`, `--output-format json`.
+fn run_in(home: &TestHome, work: &std::path::Path, workflow: &Value, extra: &[&str]) -> Value {
+    let path = home.workflow("files.json", workflow);
+    let output = home
+        .command()
+        .arg("run")
+        .arg(&path)
+        .args(["--output-format", "json", "--no-repair"])
+        .args(extra)
+        .current_dir(work)
+        .output()
+        .unwrap();
+    common::Run::from(output).report()
+}
+
+fn write_file(path: &str) -> Value {
+    json!({"nodes": [{"id": "write", "type": "write-file",
+                      "params": {"file_path": path, "content": "pwned"}}]})
+}
+
+/// File nodes reach the working directory's tree only: `..`, absolute paths and symbolic links
+/// out of it are refused with a policy error that names the settings that would allow them.
+#[test]
+fn file_nodes_cannot_leave_the_working_directory() {
+    let home = TestHome::new();
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.path().join("link")).unwrap();
+    let escape = outside.path().join("escaped.txt");
+    for path in [
+        "../escaped.txt".to_string(),
+        escape.display().to_string(),
+        "link/escaped.txt".to_string(),
+        "link/../link/escaped.txt".to_string(),
+    ] {
+        let report = run_in(&home, work.path(), &write_file(&path), &[]);
+        assert_eq!(report["status"], "failed", "{path}: {report}");
+        let error = &report["error"];
+        assert_eq!(error["category"], "policy_denied", "{path}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("files.allowed_paths") && message.contains("sandbox.files"),
+            "{message}"
+        );
+    }
+    assert!(!escape.exists());
+    assert!(!work.path().parent().unwrap().join("escaped.txt").exists());
+    let read = json!({"nodes": [{"id": "read", "type": "read-file",
+                                 "params": {"file_path": "/etc/passwd"}}]});
+    let report = run_in(&home, work.path(), &read, &[]);
+    assert_eq!(report["error"]["category"], "policy_denied");
+
+    // The settings and the workflow can widen it.
+    home.write_settings(&json!({"files": {"allowed_paths": [outside.path()]}}));
+    let report = run_in(
+        &home,
+        work.path(),
+        &write_file(&escape.display().to_string()),
+        &[],
+    );
+    assert_eq!(report["status"], "succeeded", "{report}");
+    assert_eq!(std::fs::read_to_string(&escape).unwrap(), "pwned");
+    home.write_settings(&json!({}));
+    let mut widened = write_file(&outside.path().join("second.txt").display().to_string());
+    widened["sandbox"] = json!({"files": {"allowed_paths": [outside.path()]}});
+    let report = run_in(&home, work.path(), &widened, &[]);
+    assert_eq!(report["status"], "succeeded", "{report}");
+}
+
+/// In a dry run, file nodes write to a scratch layer: later nodes read what was written, the
+/// disk is untouched, and every change is listed as a would-be effect.
+#[test]
+fn dry_file_writes_never_reach_the_disk_and_are_listed() {
+    let home = TestHome::new();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("existing.txt"), "original").unwrap();
+    let workflow = json!({
+        "inputs": {"confirm_delete": {"type": "boolean", "required": false, "default": true}},
+        "nodes": [
+            {"id": "create", "type": "write-file", "params": {"file_path": "new/created.txt", "content": "draft"}},
+            {"id": "change", "type": "write-file", "params": {"file_path": "existing.txt", "content": "changed"}},
+            {"id": "read", "type": "read-file", "params": {"file_path": "new/created.txt"}},
+            {"id": "delete", "type": "delete-file", "params": {"file_path": "existing.txt",
+                "inputs": {"confirm_delete": "${confirm_delete}"}}},
+            {"id": "echo", "type": "echo", "params": {"saw": "${read.content}"}}
+        ],
+        "edges": [{"from": "create", "to": "change"}, {"from": "change", "to": "read"},
+                  {"from": "read", "to": "delete"}, {"from": "delete", "to": "echo"}]
+    });
+    let path = home.workflow("dry.json", &workflow);
+    let output = home
+        .command()
+        .args([
+            "validate",
+            "--runtime",
+            path.to_str().unwrap(),
+            "--output-format",
+            "json",
+        ])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let report = common::Run::from(output).report();
+    assert_eq!(report["route"], "default", "{report}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("existing.txt")).unwrap(),
+        "original"
+    );
+    assert!(!work.path().join("new").exists());
+    let effects: Vec<(String, String)> = report["effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let path = e["path"].as_str().unwrap();
+            let name = path.rsplit('/').next().unwrap().to_string();
+            (e["change"].as_str().unwrap().to_string(), name)
+        })
+        .collect();
+    assert_eq!(
+        effects,
+        [
+            ("created".to_string(), "created.txt".to_string()),
+            ("changed".to_string(), "existing.txt".to_string()),
+            ("deleted".to_string(), "existing.txt".to_string()),
+        ]
+    );
+}
+
+/// delete-file acts only on a boolean `true` mapped through `inputs:`, never on a param.
+#[test]
+fn delete_file_needs_confirm_delete_true_through_inputs() {
+    let home = TestHome::new();
+    let work = tempfile::tempdir().unwrap();
+    let target = work.path().join("keep.txt");
+    std::fs::write(&target, "keep").unwrap();
+    let attempt = |inputs: Value, confirm_param: Option<Value>| {
+        let mut params = json!({"file_path": "keep.txt", "inputs": inputs});
+        if let Some(value) = confirm_param {
+            params["confirm_delete"] = value;
+        }
+        let workflow = json!({
+            "inputs": {"yes": {"type": "string", "required": false, "default": "true"}},
+            "nodes": [{"id": "delete", "type": "delete-file", "params": params}]
+        });
+        run_in(&home, work.path(), &workflow, &[])
+    };
+    let text_true = attempt(json!({"confirm_delete": "${yes}"}), None);
+    assert_eq!(text_true["error"]["category"], "bad_params", "{text_true}");
+    let as_param = attempt(json!({"confirm_delete": "${yes}"}), Some(json!(true)));
+    assert_eq!(as_param["status"], "failed");
+    assert!(target.exists());
+    let confirmed = attempt(json!({"confirm_delete": true, "unused": "${yes}"}), None);
+    assert_eq!(confirmed["status"], "succeeded", "{confirmed}");
+    assert!(!target.exists());
+}

@@ -283,6 +283,18 @@ pub struct SandboxOverrides {
     /// Narrows the HTTP policy of the settings; it can never widen it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpOverrides>,
+    /// Widens where the file nodes may read and write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<FileOverrides>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileOverrides {
+    /// Directories (relative to the working directory, or absolute) whose trees the file nodes
+    /// may use, besides the working directory and the settings' `files.allowed_paths`.
+    #[serde(default)]
+    pub allowed_paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

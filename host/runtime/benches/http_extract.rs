@@ -107,9 +107,7 @@ fn main() {
         node_type: "http",
         limits: Limits::default(),
         grants: Grants::of([Capability::Http]),
-        http_policy: Default::default(),
-        mcp: None,
-        mcp_read_only: false,
+        capabilities: Default::default(),
         dry: None,
         cancel: Default::default(),
     };

@@ -66,9 +66,10 @@ fn main() {
         node_type: "mcp-everything-echo",
         limits: Limits::default(),
         grants: Grants::of([Capability::Mcp]),
-        http_policy: Default::default(),
-        mcp: Some(sessions.clone()),
-        mcp_read_only: false,
+        capabilities: pflow_runtime::capabilities::CapabilityContexts {
+            mcp: Some(sessions.clone()),
+            ..Default::default()
+        },
         dry: None,
         cancel: Default::default(),
     };

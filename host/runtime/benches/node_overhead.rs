@@ -29,9 +29,7 @@ fn main() {
         node_type: "echo",
         limits: Limits::default(),
         grants: Grants::default(),
-        http_policy: Default::default(),
-        mcp: None,
-        mcp_read_only: false,
+        capabilities: Default::default(),
         dry: None,
         cancel: Default::default(),
     };

@@ -28,6 +28,36 @@ impl CancelToken {
     }
 }
 
+impl CancelToken {
+    /// Runs `work` with a flag that is set when this token is cancelled or `timeout` passes,
+    /// for waits that know only one flag (the LLM client).
+    pub fn with_deadline<T>(
+        &self,
+        timeout: std::time::Duration,
+        work: impl FnOnce(&AtomicBool) -> T,
+    ) -> T {
+        let deadline = std::time::Instant::now() + timeout;
+        let flag = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (parent, flag, done) = (self.0.clone(), flag.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if parent.load(Ordering::Relaxed) || std::time::Instant::now() >= deadline {
+                        flag.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            })
+        };
+        let result = work(&flag);
+        done.store(true, Ordering::SeqCst);
+        let _ = watcher.join();
+        result
+    }
+}
+
 /// For the waits that poll a flag (commands, HTTP, MCP, the LLM client).
 impl std::ops::Deref for CancelToken {
     type Target = AtomicBool;

@@ -51,6 +51,8 @@ pub struct Skipped {
 pub struct DryRun {
     effects: Mutex<Vec<Effect>>,
     skipped: Mutex<Vec<Skipped>>,
+    /// What file nodes wrote, moved and deleted, for the rest of the run to see.
+    pub(crate) files: crate::capabilities::fs::Scratch,
 }
 
 impl DryRun {

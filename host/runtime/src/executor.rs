@@ -4,7 +4,10 @@
 use crate::attempt::{self, Layered};
 use crate::batch::{self, Batch};
 use crate::cancel::CancelToken;
+use crate::capabilities::fs::FilePolicy;
 use crate::capabilities::http::HttpPolicy;
+use crate::capabilities::llm::LlmAccess;
+use crate::capabilities::CapabilityContexts;
 use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
@@ -146,6 +149,10 @@ pub struct Executor<'a> {
     /// How often one node may run in a run (backward edges and loops), as pflow's
     /// `PFLOW_MAX_NODE_VISITS`.
     pub max_node_visits: u32,
+    /// Where file nodes may read and write, before a workflow's `sandbox.files` widens it.
+    pub file_policy: FilePolicy,
+    /// The LLM that `llm` nodes reach; None when the run may not call one.
+    pub llm: Option<Arc<LlmAccess>>,
 }
 
 /// pflow's default cap on visits of one node, and on a loop's iterations.
@@ -191,6 +198,7 @@ struct RunContext<'w, 'r> {
     namespaced: bool,
     limits: Limits,
     http: HttpPolicy,
+    files: Arc<FilePolicy>,
 }
 
 impl Executor<'_> {
@@ -345,6 +353,12 @@ impl Executor<'_> {
             http: self
                 .http_policy
                 .narrowed(http_overrides(workflow.sandbox.as_ref())),
+            files: Arc::new(
+                match workflow.sandbox.as_ref().and_then(|s| s.files.as_ref()) {
+                    Some(files) => self.file_policy.widened(&files.allowed_paths),
+                    None => self.file_policy.clone(),
+                },
+            ),
         })
     }
 
@@ -411,11 +425,16 @@ impl Executor<'_> {
                     node_type: &node.type_name,
                     limits: context.limits.with(node.sandbox.as_ref()),
                     grants: plugin.grants,
-                    http_policy: Arc::new(
-                        context.http.narrowed(http_overrides(node.sandbox.as_ref())),
-                    ),
-                    mcp: context.mcp.clone(),
-                    mcp_read_only: mcp_tool.is_some_and(|t| t.annotations["readOnlyHint"] == true),
+                    capabilities: CapabilityContexts {
+                        http: Arc::new(
+                            context.http.narrowed(http_overrides(node.sandbox.as_ref())),
+                        ),
+                        mcp: context.mcp.clone(),
+                        mcp_read_only: mcp_tool
+                            .is_some_and(|t| t.annotations["readOnlyHint"] == true),
+                        files: context.files.clone(),
+                        llm: self.llm.clone(),
+                    },
                     dry: self.dry.clone(),
                     cancel: self.cancel.clone(),
                 };

@@ -98,6 +98,9 @@ pub struct Settings {
     pub http: HttpSettings,
     #[serde(default)]
     pub mcp: McpSettings,
+    /// Where the file nodes may read and write besides the working directory.
+    #[serde(default)]
+    pub files: crate::capabilities::fs::FileSettings,
     /// The model and provider the planner (and later the `llm` node) use.
     #[serde(default)]
     pub llm: pflow_llm::LlmSettings,

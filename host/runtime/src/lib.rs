@@ -89,6 +89,10 @@ impl Host {
                 .and_then(|v| v.parse().ok())
                 .filter(|&v| v > 0)
                 .unwrap_or(executor::MAX_NODE_VISITS),
+            file_policy: capabilities::fs::FilePolicy::from_settings(&self.settings.files),
+            llm: Some(std::sync::Arc::new(capabilities::llm::LlmAccess::new(
+                self.settings.llm.clone(),
+            ))),
         }
     }
 

@@ -4,12 +4,10 @@
 
 use crate::bindings::{Node, NodePre};
 use crate::cancel::CancelToken;
-use crate::capabilities::http::HttpPolicy;
-use crate::capabilities::Grants;
+use crate::capabilities::{CapabilityContexts, Grants};
 use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
 use crate::limits::Limits;
-use crate::mcp::McpSessions;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,9 +93,7 @@ impl Sandbox {
             deadline,
             cancel: exec.cancel.clone(),
             output_cap: exec.limits.output_bytes,
-            http_policy: exec.http_policy.clone(),
-            mcp: exec.mcp.clone(),
-            mcp_read_only: exec.mcp_read_only,
+            capabilities: exec.capabilities.clone(),
             dry: exec.dry.clone(),
             log_messages: 0,
             stopped_by: None,
@@ -132,9 +128,7 @@ impl Sandbox {
             node_type: "describe",
             limits: Limits::default(),
             grants: Grants::default(),
-            http_policy: Arc::default(),
-            mcp: None,
-            mcp_read_only: false,
+            capabilities: Default::default(),
             dry: None,
             cancel: CancelToken::new(),
         };
@@ -185,11 +179,8 @@ pub struct Execution<'a> {
     pub node_type: &'a str,
     pub limits: Limits,
     pub grants: Grants,
-    pub http_policy: Arc<HttpPolicy>,
-    /// The run's MCP sessions, when it uses MCP tools.
-    pub mcp: Option<Arc<McpSessions>>,
-    /// Whether this node's MCP tool is annotated `readOnlyHint`.
-    pub mcp_read_only: bool,
+    /// What each capability may do and reach.
+    pub capabilities: CapabilityContexts,
     /// Set for a dry run: side effects are contained, skipped and recorded here.
     pub dry: Option<Arc<DryRun>>,
     /// The run's cancellation: the node stops at the next epoch tick once it is set.
@@ -359,10 +350,7 @@ pub struct HostState {
     pub(crate) deadline: Instant,
     pub(crate) cancel: CancelToken,
     pub(crate) output_cap: u64,
-    pub(crate) http_policy: Arc<HttpPolicy>,
-    pub(crate) mcp: Option<Arc<McpSessions>>,
-    /// Whether the node's MCP tool is annotated read-only (called even in a dry run).
-    pub(crate) mcp_read_only: bool,
+    pub(crate) capabilities: CapabilityContexts,
     pub(crate) dry: Option<Arc<DryRun>>,
     pub(crate) log_messages: u32,
     stopped_by: Option<Stop>,

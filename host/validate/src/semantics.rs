@@ -334,7 +334,7 @@ impl Templates<'_> {
 
     /// Names a node's params may use besides inputs and nodes: its batch item and index, its
     /// loop's iteration, and the names its `inputs:` mapping (and loop `carry`) gives.
-    fn local_name(node: &Node, root: &str) -> bool {
+    fn local_name(node: &Node, root: &str, path: &str) -> bool {
         if let Some(batch) = &node.batch {
             if root == batch.alias || root == "__index__" {
                 return true;
@@ -345,7 +345,10 @@ impl Templates<'_> {
                 return true;
             }
         }
-        matches!(node.params.get("inputs"), Some(Value::Object(names)) if names.contains_key(root))
+        // The mapping's names serve the node's other params, not the mapping itself.
+        let in_mapping = path.contains(".params.inputs");
+        !in_mapping
+            && matches!(node.params.get("inputs"), Some(Value::Object(names)) if names.contains_key(root))
     }
 
     /// Only that the root names an input, a node or a local name.
@@ -359,7 +362,7 @@ impl Templates<'_> {
         let root = reference.root.as_str();
         if site
             .node
-            .is_some_and(|(_, node)| Self::local_name(node, root))
+            .is_some_and(|(_, node)| Self::local_name(node, root, &site.path))
         {
             return;
         }
@@ -405,7 +408,7 @@ impl Templates<'_> {
         let root = reference.root.as_str();
         if site
             .node
-            .is_some_and(|(_, node)| Self::local_name(node, root))
+            .is_some_and(|(_, node)| Self::local_name(node, root, &site.path))
         {
             return;
         }

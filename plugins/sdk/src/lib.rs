@@ -32,7 +32,9 @@
 #[doc(hidden)]
 pub mod abi;
 pub mod base64;
+pub mod fs;
 pub mod http;
+pub mod llm;
 pub mod log;
 pub mod mcp;
 mod params;

@@ -89,5 +89,7 @@ pub fn executor<'a>(
         dry: None,
         cancel: Default::default(),
         max_node_visits: pflow_runtime::executor::MAX_NODE_VISITS,
+        file_policy: Default::default(),
+        llm: None,
     }
 }

@@ -2,16 +2,20 @@
 //! that the node's grants do not cover answers `policy_denied`, so a plugin can see the refusal
 //! and the host never has to fail instantiation over it.
 
+pub mod fs;
 pub mod http;
+pub mod llm;
 mod process;
 
 use crate::bindings::pflow::node::{
     http as http_wit, log, mcp as mcp_wit, process as process_wit, types,
 };
 use crate::error::category;
+use crate::mcp::McpSessions;
 use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 pub use process::{run_command, CommandFailure, Finished, Request};
 
@@ -23,6 +27,8 @@ pub enum Capability {
     Process,
     Http,
     Mcp,
+    Fs,
+    Llm,
 }
 
 impl Capability {
@@ -31,6 +37,8 @@ impl Capability {
         Capability::Process,
         Capability::Http,
         Capability::Mcp,
+        Capability::Fs,
+        Capability::Llm,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +47,8 @@ impl Capability {
             Capability::Process => "process",
             Capability::Http => "http",
             Capability::Mcp => "mcp",
+            Capability::Fs => "fs",
+            Capability::Llm => "llm",
         }
     }
 
@@ -58,6 +68,20 @@ impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// What each capability needs for one node execution, as its own unit (its policy, its
+/// shared per-run state). The defaults give nothing: the default HTTP policy, no MCP sessions,
+/// no file roots, no LLM.
+#[derive(Clone, Default)]
+pub struct CapabilityContexts {
+    pub http: Arc<http::HttpPolicy>,
+    /// The run's MCP sessions, when it uses MCP tools.
+    pub mcp: Option<Arc<McpSessions>>,
+    /// Whether the node's MCP tool is annotated `readOnlyHint` (called even in a dry run).
+    pub mcp_read_only: bool,
+    pub files: Arc<fs::FilePolicy>,
+    pub llm: Option<Arc<llm::LlmAccess>>,
 }
 
 /// The set of capabilities one node execution may use.
@@ -180,7 +204,7 @@ impl http_wit::Host for HostState {
             node_deadline: self.deadline,
             cancel: &self.cancel,
         };
-        let response = http::send(request, &self.http_policy, &bounds)?;
+        let response = http::send(request, &self.capabilities.http, &bounds)?;
         Ok(http_wit::Response {
             status: response.status,
             attempts: response.attempts,
@@ -196,7 +220,7 @@ impl mcp_wit::Host for HostState {
         if !self.grants.allows(Capability::Mcp) {
             return Err(denied(Capability::Mcp, &self.node_type));
         }
-        if self.dry.is_some() && !self.mcp_read_only {
+        if self.dry.is_some() && !self.capabilities.mcp_read_only {
             return Err(self.skip(
                 "mcp",
                 format!(
@@ -205,7 +229,7 @@ impl mcp_wit::Host for HostState {
                 ),
             ));
         }
-        let Some(sessions) = self.mcp.clone() else {
+        let Some(sessions) = self.capabilities.mcp.clone() else {
             return Err(types::NodeError {
                 category: crate::error::category::MCP_UNAVAILABLE.to_string(),
                 message: "No MCP servers are available to this run.".to_string(),
@@ -291,12 +315,17 @@ mod tests {
         for capability in Capability::ALL {
             // A new variant fails to compile here until it is added to ALL as well.
             match capability {
-                Capability::Log | Capability::Process | Capability::Http | Capability::Mcp => {}
+                Capability::Log
+                | Capability::Process
+                | Capability::Http
+                | Capability::Mcp
+                | Capability::Fs
+                | Capability::Llm => {}
             }
             assert_eq!(Capability::from_name(capability.name()), Some(*capability));
             let import = format!("pflow:node/{}@0.1.0", capability.name());
             assert_eq!(Capability::from_import(&import), Some(*capability));
         }
-        assert_eq!(Capability::ALL.len(), 4);
+        assert_eq!(Capability::ALL.len(), 6);
     }
 }
