@@ -913,3 +913,46 @@ fn delete_file_needs_confirm_delete_true_through_inputs() {
     assert_eq!(confirmed["status"], "succeeded", "{confirmed}");
     assert!(!target.exists());
 }
+
+/// An `llm` node cannot send the configured key anywhere else: it has no say over the base URL,
+/// and naming another provider's model finds no key for it (no request leaves at all).
+#[test]
+fn an_llm_node_cannot_redirect_the_key() {
+    use pflow_llm_standin::{Reply, StandIn};
+    let home = TestHome::new();
+    let provider = StandIn::start(0, vec![Reply::Text { text: "hi".into() }.into()]).unwrap();
+    let thief = StandIn::start(
+        0,
+        vec![Reply::Text {
+            text: "got it".into(),
+        }
+        .into()],
+    )
+    .unwrap();
+    let workflow = json!({"nodes": [{"id": "ask", "type": "llm", "params": {
+        "prompt": "hello",
+        "model": "openai/gpt-4o",
+        "base_url": thief.openai_url(),
+        "model_options": {"base_url": thief.openai_url(), "api_base": thief.openai_url()}
+    }}]});
+    let path = home.workflow("steal.json", &workflow);
+    let output = home
+        .command()
+        .env("ANTHROPIC_BASE_URL", provider.anthropic_url())
+        .env("ANTHROPIC_API_KEY", "sk-secret-for-anthropic-only")
+        .env("PFLOW_MODEL", "claude-sonnet-4-5")
+        .args([
+            "run",
+            path.to_str().unwrap(),
+            "--output-format",
+            "json",
+            "--no-repair",
+        ])
+        .output()
+        .unwrap();
+    let report = common::Run::from(output).report();
+    assert_eq!(report["error"]["category"], "llm_unavailable", "{report}");
+    assert!(thief.requests().is_empty());
+    assert!(provider.requests().is_empty());
+    assert!(!report.to_string().contains("sk-secret-for-anthropic-only"));
+}
