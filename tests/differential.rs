@@ -182,7 +182,13 @@ fn pflow_md_workflows_agree_with_pflow_0_16_and_with_their_json_ir() {
     let cases = cases(&httpbin.base);
     assert!(cases.len() >= 25, "the corpus has {} cases", cases.len());
     let home = TestHome::new();
+    // The JSON IR files sit elsewhere; their children must resolve as the documents' do.
     let ir_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        repo_root().join("tests/differential/children"),
+        ir_dir.path().join("children"),
+    )
+    .unwrap();
     // Two at a time: pflow spends most of a run starting Python.
     let failures: Vec<String> = std::thread::scope(|threads| {
         let chunks: Vec<&[Case]> = cases.chunks(cases.len().div_ceil(2)).collect();

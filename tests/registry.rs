@@ -16,7 +16,27 @@ fn list_shows_every_type_with_origin_and_capabilities() {
         .iter()
         .map(|p| p["type"].as_str().unwrap())
         .collect();
-    assert_eq!(types, ["echo", "hostile", "http", "mcp", "shell"]);
+    assert_eq!(
+        types,
+        [
+            "copy-file",
+            "delete-file",
+            "echo",
+            "hostile",
+            "http",
+            "llm",
+            "mcp",
+            "move-file",
+            "read-file",
+            "shell",
+            "workflow",
+            "write-file"
+        ]
+    );
+    let workflow = plugins.iter().find(|p| p["type"] == "workflow").unwrap();
+    assert_eq!(workflow["origin"], "builtin");
+    let write = plugins.iter().find(|p| p["type"] == "write-file").unwrap();
+    assert_eq!(write["capabilities"], json!(["fs"]));
     let shell = plugins.iter().find(|p| p["type"] == "shell").unwrap();
     assert_eq!(shell["origin"], "builtin");
     assert_eq!(shell["capabilities"], json!(["process"]));

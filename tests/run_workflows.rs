@@ -299,3 +299,38 @@ fn a_copied_binary_runs_a_workflow_from_anywhere() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout.trim(), "hello from a copy");
 }
+
+/// Nesting is bounded by the `workflow` node's max_depth; the child's failure is the node's,
+/// naming the child.
+#[test]
+fn nested_workflows_stop_at_max_depth() {
+    let home = TestHome::new();
+    let dir = tempfile::tempdir().unwrap();
+    let child = |name: &str, body: serde_json::Value| {
+        std::fs::write(dir.path().join(name), body.to_string()).unwrap();
+    };
+    child(
+        "leaf.json",
+        json!({"nodes": [{"id": "say", "type": "shell", "params": {"command": "echo leaf"}}],
+               "outputs": {"said": {"source": "${say.stdout}"}}}),
+    );
+    child(
+        "middle.json",
+        json!({"nodes": [{"id": "down", "type": "workflow", "params": {"workflow": "./leaf.json"}}],
+               "outputs": {"said": {"source": "${down.said}"}}}),
+    );
+    let top = |max_depth: u64| {
+        json!({"nodes": [{"id": "nest", "type": "workflow",
+                          "params": {"workflow": "./middle.json", "max_depth": max_depth}}],
+               "outputs": {"said": {"source": "${nest.said}"}}})
+    };
+    let run = |workflow: serde_json::Value| {
+        let path = dir.path().join("top.json");
+        std::fs::write(&path, workflow.to_string()).unwrap();
+        home.run_args(&["run", path.to_str().unwrap(), "--output-format", "json"])
+            .report()
+    };
+    assert_eq!(run(top(10))["outputs"]["said"], "leaf");
+    let too_deep = run(top(1));
+    assert_eq!(too_deep["error"]["category"], "max_depth", "{too_deep}");
+}

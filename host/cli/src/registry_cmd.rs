@@ -48,10 +48,16 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
                 eprintln!("error: Unknown node type: '{node_type}'.{hint}");
                 return Ok(crate::exit::CANNOT_START);
             };
-            let Some(tool) = resolved.mcp_tool() else {
-                let plugin = resolved.component();
+            if let Some(plugin) = resolved
+                .component()
+                .filter(|_| resolved.mcp_tool().is_none())
+            {
                 let capabilities = capabilities_text(&plugin.spec.capabilities, &plugin.denied);
                 return describe(&plugin_json(plugin), &capabilities, output_format);
+            }
+            let Some(tool) = resolved.mcp_tool() else {
+                let spec = host.registry.native_specs().find(|s| s.name == node_type);
+                return describe(&native_json(spec), NATIVE, output_format);
             };
             let document = json!({
                 "type": tool.spec.name,
@@ -90,6 +96,13 @@ fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Resul
         description: plugin.spec.description.clone(),
         document: plugin_json(plugin),
     });
+    let natives = host.registry.native_specs().map(|spec| Listed {
+        name: spec.name.clone(),
+        origin: "builtin".to_string(),
+        capabilities: NATIVE.to_string(),
+        description: spec.description.clone(),
+        document: native_json(Some(spec)),
+    });
     let tools = host.registry.mcp_tools().map(|tool| Listed {
         name: tool.spec.name.clone(),
         origin: "mcp".to_string(),
@@ -111,6 +124,7 @@ fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Resul
         .map(str::to_lowercase)
         .collect();
     let mut listed: Vec<Listed> = components
+        .chain(natives)
         .chain(tools)
         .filter(|entry| {
             let text = format!("{} {}", entry.name, entry.description).to_lowercase();
@@ -196,6 +210,23 @@ fn capabilities_text(capabilities: &[Capability], denied: &[Capability]) -> Stri
         "none".to_string()
     } else {
         names.join(", ")
+    }
+}
+
+/// What a node type the host runs itself may do: only what its child nodes may.
+const NATIVE: &str = "none: runs in the host; its child's nodes are sandboxed";
+
+fn native_json(spec: Option<&pflow_runtime::registry::PluginSpec>) -> serde_json::Value {
+    match spec {
+        Some(spec) => json!({
+            "type": spec.name,
+            "description": spec.description,
+            "params": spec.params,
+            "outputs": spec.outputs,
+            "origin": "builtin",
+            "path": "(the host)",
+        }),
+        None => json!({}),
     }
 }
 

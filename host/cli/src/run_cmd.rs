@@ -194,7 +194,8 @@ pub(crate) fn run_recorded(
     progress: &mut Progress,
 ) -> Result<(RunReport, String), StartError> {
     let runs = Runs::new(host.home.runs_dir());
-    let executor = host.executor(cancel);
+    let mut executor = host.executor(cancel);
+    executor.nesting = std::mem::take(&mut executor.nesting).run_of(workflow_path.as_deref());
     let state = executor.start(workflow, inputs.clone())?;
     let started_at = runs::now();
     let meta = RunMeta {

@@ -117,7 +117,11 @@ fn runtime(
     };
     let cancel = crate::signals::cancel_on_interrupt();
     let validation = validate_runtime(
-        host.executor(&cancel),
+        {
+            let mut executor = host.executor(&cancel);
+            executor.nesting = std::mem::take(&mut executor.nesting).run_of(Some(&args.file));
+            executor
+        },
         &workflow,
         inputs,
         args.live,

@@ -38,11 +38,46 @@ impl Scope for Layered<'_> {
     }
 }
 
+/// How one execution of a node happens: its component in a fresh sandbox instance, or, for a
+/// nested workflow, a child run.
+pub trait RunOnce: Sync {
+    /// Whether the node takes `inputs` as a param (rather than only as names for the others).
+    fn declares_inputs(&self) -> bool;
+    fn run(
+        &self,
+        exec: &Execution<'_>,
+        params: &Map<String, Value>,
+    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>);
+}
+
+/// A component, run in a fresh instance.
+pub struct ComponentRun<'a> {
+    pub sandbox: &'a Sandbox,
+    pub plugin: &'a Plugin,
+}
+
+impl RunOnce for ComponentRun<'_> {
+    fn declares_inputs(&self) -> bool {
+        self.plugin.spec.params.iter().any(|p| p.name == "inputs")
+    }
+
+    fn run(
+        &self,
+        exec: &Execution<'_>,
+        params: &Map<String, Value>,
+    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
+        match self.plugin.prepared(self.sandbox) {
+            Ok((pre, cache)) => (self.sandbox.run(pre, exec, params), Some(cache)),
+            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
+        }
+    }
+}
+
 /// The params a node runs with in `scope`. pflow's `- inputs:` works on any node: its entries
 /// (after `overrides`, a loop's carried values) become names the other params can use. It
 /// stays a param only for node types that declare one.
 pub fn prepare_params(
-    plugin: &Plugin,
+    runner: &dyn RunOnce,
     params: &Map<String, Value>,
     scope: &dyn Scope,
     overrides: &Map<String, Value>,
@@ -70,8 +105,7 @@ pub fn prepare_params(
         names: names.clone(),
     };
     let mut resolved = resolve_all(params, &layered, strict, "inputs")?;
-    let declares_inputs = plugin.spec.params.iter().any(|p| p.name == "inputs");
-    if declares_inputs && (params.contains_key("inputs") || !overrides.is_empty()) {
+    if runner.declares_inputs() && (params.contains_key("inputs") || !overrides.is_empty()) {
         resolved.insert("inputs".to_string(), Value::Object(names));
     }
     Ok(resolved)
@@ -120,8 +154,7 @@ pub fn is_transient(failure: &NodeFailure) -> bool {
 
 /// Runs the node with `params`, again after a transient failure while `retry` allows.
 pub fn run_with_retry(
-    sandbox: &Sandbox,
-    plugin: &Plugin,
+    runner: &dyn RunOnce,
     exec: &Execution<'_>,
     params: &Map<String, Value>,
     retry: Option<&RetryConfig>,
@@ -129,10 +162,7 @@ pub fn run_with_retry(
     let attempts = retry.map_or(1, |r| r.max.max(1));
     let mut attempt = 1;
     loop {
-        let (result, cache) = match plugin.prepared(sandbox) {
-            Ok((pre, cache)) => (sandbox.run(pre, exec, params), Some(cache)),
-            Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),
-        };
+        let (result, cache) = runner.run(exec, params);
         match (&result, retry) {
             (Err(failure), Some(retry))
                 if attempt < attempts && is_transient(failure) && !exec.cancel.is_cancelled() =>

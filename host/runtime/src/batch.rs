@@ -2,10 +2,10 @@
 //! or `parallel` on up to `max_concurrent` threads. Results come back in item order whatever
 //! the order they finished in.
 
-use crate::attempt::{self, template_failure, Layered};
+use crate::attempt::{self, template_failure, Layered, RunOnce};
 use crate::error::NodeFailure;
-use crate::registry::{CacheUse, Plugin};
-use crate::sandbox::{Execution, Outcome, Sandbox};
+use crate::registry::CacheUse;
+use crate::sandbox::{Execution, Outcome};
 use pflow_ir::template::{resolve_value, Scope};
 use pflow_ir::{BatchConfig, BatchErrorHandling, RetryConfig};
 use serde_json::{json, Map, Value};
@@ -17,8 +17,7 @@ use std::time::Duration;
 const MAX_CONCURRENT: u32 = 100;
 
 pub struct Batch<'a> {
-    pub sandbox: &'a Sandbox,
-    pub plugin: &'a Plugin,
+    pub runner: &'a dyn RunOnce,
     pub exec: &'a Execution<'a>,
     pub params: &'a Map<String, Value>,
     pub config: &'a BatchConfig,
@@ -152,7 +151,7 @@ impl Batch<'_> {
             .with(&self.config.alias, item.clone())
             .with("__index__", json!(index));
         let params = match attempt::prepare_params(
-            self.plugin,
+            self.runner,
             self.params,
             &scope,
             &Map::new(),
@@ -164,8 +163,7 @@ impl Batch<'_> {
         let attempts = self.config.max_retries.max(1);
         let mut attempt = 1;
         loop {
-            let (result, cache) =
-                attempt::run_with_retry(self.sandbox, self.plugin, exec, &params, self.retry);
+            let (result, cache) = attempt::run_with_retry(self.runner, exec, &params, self.retry);
             if result.is_ok() || attempt >= attempts || exec.cancel.is_cancelled() {
                 return (result, cache);
             }

@@ -1,7 +1,7 @@
 //! Runs a workflow: inputs in, nodes in edge order with `${...}` resolved against the shared
 //! store, each node in its own sandboxed instance, declared outputs out.
 
-use crate::attempt::{self, Layered};
+use crate::attempt::{self, ComponentRun, Layered, RunOnce};
 use crate::batch::{self, Batch};
 use crate::cancel::CancelToken;
 use crate::capabilities::fs::FilePolicy;
@@ -15,6 +15,7 @@ use crate::mcp::{McpServersFile, McpSessions};
 use crate::outputs;
 use crate::registry::{CacheUse, McpToolType, NodeImpl, Plugin, Registry};
 use crate::sandbox::{Execution, Outcome, Sandbox};
+use crate::subworkflow::{self, Nesting};
 use pflow_ir::template::{Scope, Template};
 use pflow_ir::{
     BatchConfig, HttpOverrides, InputSpec, LoopConfig, Node, SandboxOverrides, TemplateMode,
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -153,6 +155,31 @@ pub struct Executor<'a> {
     pub file_policy: FilePolicy,
     /// The LLM that `llm` nodes reach; None when the run may not call one.
     pub llm: Option<Arc<LlmAccess>>,
+    /// Where this run sits among nested workflows.
+    pub nesting: Nesting,
+}
+
+/// A nested workflow's execution: a child run of the same host.
+struct ChildRun<'e, 'a> {
+    executor: &'e Executor<'a>,
+}
+
+impl RunOnce for ChildRun<'_, '_> {
+    fn declares_inputs(&self) -> bool {
+        true
+    }
+
+    fn run(
+        &self,
+        exec: &Execution<'_>,
+        params: &Map<String, Value>,
+    ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
+        let result = self
+            .executor
+            .run_child(params)
+            .map_err(|failure| failure.at(exec.node_id, exec.node_type));
+        (result, None)
+    }
 }
 
 /// pflow's default cap on visits of one node, and on a loop's iterations.
@@ -379,6 +406,21 @@ impl Executor<'_> {
         let node_started = Instant::now();
         let implementation = context.plugins[node.id.as_str()];
         let (plugin, mcp_tool) = (implementation.component(), implementation.mcp_tool());
+        let component_run;
+        let child_run;
+        let runner: &dyn RunOnce = match plugin {
+            Some(plugin) => {
+                component_run = ComponentRun {
+                    sandbox: self.sandbox,
+                    plugin,
+                };
+                &component_run
+            }
+            None => {
+                child_run = ChildRun { executor: self };
+                &child_run
+            }
+        };
         // Borrowed unless the MCP target has to be added: a large param is not copied.
         let params = match mcp_tool {
             Some(tool) => std::borrow::Cow::Owned(with_mcp_target(&node.params, tool)),
@@ -394,7 +436,7 @@ impl Executor<'_> {
                     None => scope,
                 };
                 Work::Once(attempt::prepare_params(
-                    plugin,
+                    runner,
                     &params,
                     &scope,
                     &Map::new(),
@@ -403,7 +445,8 @@ impl Executor<'_> {
             }
             Some(batch) => Work::Batch(batch),
         };
-        let hash = node_hash(node, plugin, &work, &params, &state.store);
+        // A nested workflow is never taken from an earlier run: its child's nodes decide.
+        let hash = plugin.and_then(|plugin| node_hash(node, plugin, &work, &params, &state.store));
         let reused = match (&hash, earlier) {
             (Some(hash), Some(earlier)) if context.namespaced => earlier
                 .execution
@@ -424,7 +467,7 @@ impl Executor<'_> {
                     node_id: &node.id,
                     node_type: &node.type_name,
                     limits: context.limits.with(node.sandbox.as_ref()),
-                    grants: plugin.grants,
+                    grants: plugin.map(|p| p.grants).unwrap_or_default(),
                     capabilities: CapabilityContexts {
                         http: Arc::new(
                             context.http.narrowed(http_overrides(node.sandbox.as_ref())),
@@ -441,17 +484,13 @@ impl Executor<'_> {
                 let (result, cache) = match work {
                     Work::Once(Err(e)) => (Err(e.at(&node.id, &node.type_name)), None),
                     Work::Once(Ok(resolved)) => match &node.loop_config {
-                        None => attempt::run_with_retry(
-                            self.sandbox,
-                            plugin,
-                            &exec,
-                            &resolved,
-                            node.retry.as_ref(),
-                        ),
+                        None => {
+                            attempt::run_with_retry(runner, &exec, &resolved, node.retry.as_ref())
+                        }
                         Some(loop_config) => self.run_loop(
                             context,
                             node,
-                            plugin,
+                            runner,
                             &exec,
                             &params,
                             resolved,
@@ -462,8 +501,7 @@ impl Executor<'_> {
                     },
                     Work::Batch(config) => {
                         let batch = Batch {
-                            sandbox: self.sandbox,
-                            plugin,
+                            runner,
                             exec: &exec,
                             params: &params,
                             config,
@@ -543,7 +581,7 @@ impl Executor<'_> {
         &self,
         context: &RunContext<'_, '_>,
         node: &Node,
-        plugin: &Plugin,
+        runner: &dyn RunOnce,
         exec: &Execution<'_>,
         params: &Map<String, Value>,
         first: Map<String, Value>,
@@ -577,7 +615,7 @@ impl Executor<'_> {
         let mut iteration = 1u32;
         loop {
             let (result, cache) =
-                attempt::run_with_retry(self.sandbox, plugin, exec, &resolved, node.retry.as_ref());
+                attempt::run_with_retry(runner, exec, &resolved, node.retry.as_ref());
             let mut outcome = match result {
                 Ok(outcome) => outcome,
                 Err(failure) => return (Err(failure), cache),
@@ -636,10 +674,67 @@ impl Executor<'_> {
             let scope =
                 Layered::over(&state.store as &dyn Scope).with("__iteration__", json!(iteration));
             resolved =
-                match attempt::prepare_params(plugin, params, &scope, &carried, context.strict) {
+                match attempt::prepare_params(runner, params, &scope, &carried, context.strict) {
                     Ok(resolved) => resolved,
                     Err(e) => return (Err(e.at(&node.id, &node.type_name)), cache),
                 };
+        }
+    }
+
+    /// Runs the child workflow a `workflow` node names, over a store of its own; its declared
+    /// outputs are the node's.
+    fn run_child(&self, params: &Map<String, Value>) -> Result<Outcome, NodeFailure> {
+        let (reference, inputs, max_depth) = subworkflow::params_of(params)?;
+        let (path, workflow) = subworkflow::load(&self.nesting, &reference)?;
+        subworkflow::check_nesting(&self.nesting, &path, max_depth)?;
+        let mut stack = self.nesting.stack.clone();
+        stack.push(path.clone());
+        let child = Executor {
+            sandbox: self.sandbox,
+            registry: self.registry,
+            limits: self.limits,
+            http_policy: self.http_policy.clone(),
+            mcp_servers: self.mcp_servers.clone(),
+            mcp_allowed: self.mcp_allowed.clone(),
+            dry: self.dry.clone(),
+            cancel: self.cancel.clone(),
+            max_node_visits: self.max_node_visits,
+            file_policy: self.file_policy.clone(),
+            llm: self.llm.clone(),
+            nesting: Nesting {
+                base_dir: path.parent().map(Path::to_path_buf),
+                saved_dir: self.nesting.saved_dir.clone(),
+                stack,
+            },
+        };
+        let report = child
+            .run(&workflow, inputs, &mut |_| {})
+            .map_err(|e| NodeFailure {
+                fixable: true,
+                ..NodeFailure::new(
+                    "host",
+                    "invalid_input",
+                    format!("Sub-workflow '{reference}' cannot start: {e}"),
+                )
+            })?;
+        match (report.status, report.error) {
+            (Status::Succeeded, _) => Ok(subworkflow::outcome(report.outputs)),
+            (_, Some(error)) => Err(NodeFailure {
+                message: format!(
+                    "Sub-workflow '{reference}' failed at node '{}': {}",
+                    error.node_id, error.message
+                ),
+                ..error
+            }),
+            (status, None) => Err(NodeFailure::new(
+                "host",
+                if status == Status::Cancelled {
+                    category::CANCELLED
+                } else {
+                    "workflow_failed"
+                },
+                format!("Sub-workflow '{reference}' did not finish"),
+            )),
         }
     }
 

@@ -25,6 +25,7 @@ pub mod runtime_validation;
 pub mod sandbox;
 mod seccomp;
 mod spawn;
+pub mod subworkflow;
 
 pub use cancel::CancelToken;
 pub use error::NodeFailure;
@@ -93,6 +94,10 @@ impl Host {
             llm: Some(std::sync::Arc::new(capabilities::llm::LlmAccess::new(
                 self.settings.llm.clone(),
             ))),
+            nesting: subworkflow::Nesting {
+                saved_dir: Some(self.home.root().join("workflows")),
+                ..Default::default()
+            },
         }
     }
 

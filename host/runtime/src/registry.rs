@@ -111,8 +111,7 @@ pub struct McpToolType {
 /// The component that runs MCP tool node types (`mcp-<server>-<tool>`).
 pub const MCP_RUNNER: &str = "mcp";
 
-/// How a node type is implemented. (Native nodes, such as nested workflows, will be a third
-/// kind.)
+/// How a node type is implemented.
 #[derive(Clone, Copy)]
 pub enum NodeImpl<'a> {
     /// A WebAssembly component, run with its params.
@@ -122,34 +121,39 @@ pub enum NodeImpl<'a> {
         runner: &'a Plugin,
         tool: &'a McpToolType,
     },
+    /// A nested workflow: control flow the executor runs itself (see `subworkflow`).
+    Workflow,
 }
 
 impl<'a> NodeImpl<'a> {
-    /// The component that executes the node.
-    pub fn component(self) -> &'a Plugin {
+    /// The component that executes the node; None for a nested workflow.
+    pub fn component(self) -> Option<&'a Plugin> {
         match self {
-            NodeImpl::Component(plugin) | NodeImpl::McpTool { runner: plugin, .. } => plugin,
+            NodeImpl::Component(plugin) | NodeImpl::McpTool { runner: plugin, .. } => Some(plugin),
+            NodeImpl::Workflow => None,
         }
     }
 
     pub fn mcp_tool(self) -> Option<&'a McpToolType> {
         match self {
             NodeImpl::McpTool { tool, .. } => Some(tool),
-            NodeImpl::Component(_) => None,
+            NodeImpl::Component(_) | NodeImpl::Workflow => None,
         }
     }
 
-    /// Whether running it may open MCP sessions: a tool, or a component granted `mcp`.
+    /// Whether running it may open MCP sessions: a tool, a component granted `mcp`, or a nested
+    /// workflow (whose nodes may).
     pub fn uses_mcp(self) -> bool {
         self.component()
-            .grants
-            .allows(crate::capabilities::Capability::Mcp)
+            .is_none_or(|plugin| plugin.grants.allows(crate::capabilities::Capability::Mcp))
     }
 }
 
 /// All plugins found, by node type.
 pub struct Registry {
     plugins: BTreeMap<String, Plugin>,
+    /// The node types the host runs itself (`workflow`).
+    native: PluginSpec,
     mcp_tools: BTreeMap<String, McpToolType>,
     /// Files that could not be loaded, and types shadowed by an earlier directory.
     pub problems: Vec<String>,
@@ -166,6 +170,7 @@ impl Registry {
         let engine_dir = cache_dir.join(engine_key(sandbox));
         let mut registry = Registry {
             plugins: BTreeMap::new(),
+            native: crate::subworkflow::spec(),
             mcp_tools: BTreeMap::new(),
             problems: Vec::new(),
         };
@@ -220,6 +225,9 @@ impl Registry {
 
     /// How `node_type` runs, when it is installed.
     pub fn resolve(&self, node_type: &str) -> Option<NodeImpl<'_>> {
+        if node_type == self.native.name {
+            return Some(NodeImpl::Workflow);
+        }
         if let Some(plugin) = self.plugins.get(node_type) {
             return Some(NodeImpl::Component(plugin));
         }
@@ -240,9 +248,13 @@ impl Registry {
             .keys()
             .chain(self.mcp_tools.keys())
             .map(String::as_str)
+            .chain([self.native.name.as_str()])
     }
 
     fn spec(&self, node_type: &str) -> Option<&PluginSpec> {
+        if node_type == self.native.name {
+            return Some(&self.native);
+        }
         match self.plugins.get(node_type) {
             Some(plugin) => Some(&plugin.spec),
             None => self.mcp_tools.get(node_type).map(|t| &t.spec),
@@ -259,6 +271,12 @@ impl Registry {
             .values()
             .map(|p| (&p.spec, p.origin))
             .chain(self.mcp_tools.values().map(|t| (&t.spec, Origin::User)))
+            .chain([(&self.native, Origin::Builtin)])
+    }
+
+    /// The node types the host runs itself.
+    pub fn native_specs(&self) -> impl Iterator<Item = &PluginSpec> {
+        [&self.native].into_iter()
     }
 }
 

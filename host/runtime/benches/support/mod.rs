@@ -91,5 +91,6 @@ pub fn executor<'a>(
         max_node_visits: pflow_runtime::executor::MAX_NODE_VISITS,
         file_policy: Default::default(),
         llm: None,
+        nesting: Default::default(),
     }
 }
