@@ -25,6 +25,8 @@ demo: build
     ./target/release/pflow-host registry list
     ./target/release/pflow-host run examples/word-count.json
     ./target/release/pflow-host run examples/word-count.json text="to be or not to be that is the question" top=2
+    # pflow 0.16's .pflow.md: a parallel batch, a file written and read back
+    ./target/release/pflow-host run examples/word-stats.pflow.md
     # Planning, against the LLM stand-in replaying examples/planner/count-words.answers.json (the
     # first answer misspells a node type, so the retry shows too); a real model needs only
     # ANTHROPIC_API_KEY or OPENAI_API_KEY and --model.
