@@ -55,3 +55,15 @@ impl Limits {
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
 }
+
+/// `12.3 MiB`, `4.0 KiB`, `17 bytes`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const MIB: f64 = (1 << 20) as f64;
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / MIB)
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} bytes")
+    }
+}

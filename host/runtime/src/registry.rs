@@ -6,10 +6,11 @@
 //! SHA-256, together with its description. A run then loads only the components it uses.
 
 use crate::bindings::NodePre;
+use crate::capabilities::HostState;
 use crate::capabilities::{Capability, Grants};
 use crate::error::{category, NodeFailure};
 use crate::home::PluginSettings;
-use crate::sandbox::{HostState, Sandbox};
+use crate::sandbox::Sandbox;
 use pflow_validate::{NodeCatalog, Port};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -4,20 +4,21 @@
 
 use crate::bindings::{Node, NodePre};
 use crate::cancel::CancelToken;
-use crate::capabilities::{CapabilityContexts, Grants};
+use crate::capabilities::state::{MemoryLimiter, Stop};
+use crate::capabilities::{CapabilityContexts, Grants, HostState};
 use crate::dry::DryRun;
 use crate::error::{category, NodeFailure};
-use crate::limits::Limits;
+use crate::limits::{human_bytes, Limits};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
-    Trap, UpdateDeadline,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
 };
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::WasiCtxBuilder;
 
 /// How often the engine's epoch advances: the resolution of wall-time limits and Ctrl-C.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
@@ -305,17 +306,6 @@ fn classify_trap(
     }
 }
 
-pub(crate) fn human_bytes(bytes: u64) -> String {
-    const MIB: f64 = (1 << 20) as f64;
-    if bytes >= 1 << 20 {
-        format!("{:.1} MiB", bytes as f64 / MIB)
-    } else if bytes >= 1 << 10 {
-        format!("{:.1} KiB", bytes as f64 / 1024.0)
-    } else {
-        format!("{bytes} bytes")
-    }
-}
-
 /// Advances the engine's epoch on a background thread for as long as the process lives. The
 /// thread holds a weak handle, so it never keeps an engine alive.
 fn start_epoch_clock(engine: &Engine) {
@@ -330,68 +320,4 @@ fn start_epoch_clock(engine: &Engine) {
             }
         })
         .expect("cannot start the epoch clock thread");
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Timeout,
-    Cancelled,
-}
-
-/// Everything a store holds for one execution.
-pub struct HostState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    limiter: MemoryLimiter,
-    pub(crate) grants: Grants,
-    pub(crate) node_id: String,
-    pub(crate) node_type: String,
-    /// When this execution's wall time runs out; host calls are bounded by it too.
-    pub(crate) deadline: Instant,
-    pub(crate) cancel: CancelToken,
-    pub(crate) output_cap: u64,
-    pub(crate) capabilities: CapabilityContexts,
-    pub(crate) dry: Option<Arc<DryRun>>,
-    pub(crate) log_messages: u32,
-    stopped_by: Option<Stop>,
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-/// Caps linear memory and remembers that the cap was hit, so that whatever the guest does next
-/// (trap, abort, panic) is reported as `memory_limit`.
-struct MemoryLimiter {
-    cap: usize,
-    exceeded: bool,
-}
-
-impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        if desired > self.cap {
-            self.exceeded = true;
-            return Err(wasmtime::Error::msg("memory limit exceeded"));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
-    }
 }

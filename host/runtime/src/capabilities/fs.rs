@@ -9,9 +9,9 @@
 //!   are only read.
 
 use crate::bindings::pflow::node::{fs as fs_wit, types::NodeError};
+use crate::capabilities::HostState;
 use crate::dry::Change;
 use crate::error::category;
-use crate::sandbox::HostState;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};

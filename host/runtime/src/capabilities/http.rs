@@ -503,13 +503,13 @@ async fn exchange(builder: reqwest::RequestBuilder, max_bytes: u64) -> Result<Re
             "response_too_large",
             format!(
                 "The response is {size}, over the {} cap for HTTP responses (settings.json: http.max_response_mb).",
-                crate::sandbox::human_bytes(max_bytes)
+                crate::limits::human_bytes(max_bytes)
             ),
             false,
         ))
     };
     if let Some(length) = response.content_length().filter(|&l| l > max_bytes) {
-        return Err(too_large(crate::sandbox::human_bytes(length)));
+        return Err(too_large(crate::limits::human_bytes(length)));
     }
     let status = response.status().as_u16();
     let headers = response
@@ -531,7 +531,7 @@ async fn exchange(builder: reqwest::RequestBuilder, max_bytes: u64) -> Result<Re
         if (body.len() + chunk.len()) as u64 > max_bytes {
             return Err(too_large(format!(
                 "more than {}",
-                crate::sandbox::human_bytes(max_bytes)
+                crate::limits::human_bytes(max_bytes)
             )));
         }
         body.extend_from_slice(&chunk);

@@ -4,8 +4,8 @@
 //! by the node's deadline and stopped by the run's cancellation.
 
 use crate::bindings::pflow::node::types::NodeError;
+use crate::capabilities::HostState;
 use crate::error::category;
-use crate::sandbox::HostState;
 use pflow_llm::{Client, LlmConfig, LlmError, LlmSettings, Request, Role, Tool};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;

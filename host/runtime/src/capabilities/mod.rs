@@ -6,14 +6,15 @@ pub mod fs;
 pub mod http;
 pub mod llm;
 mod process;
+pub(crate) mod state;
 
 use crate::bindings::pflow::node::{
     http as http_wit, log, mcp as mcp_wit, process as process_wit, types,
 };
 use crate::error::category;
 use crate::mcp::McpSessions;
-use crate::sandbox::HostState;
 use serde::{Deserialize, Serialize};
+pub use state::HostState;
 use std::fmt;
 use std::sync::Arc;
 
