@@ -4,6 +4,7 @@
 
 mod catalog;
 mod planner;
+mod salvage;
 mod semantics;
 mod structure;
 
@@ -101,6 +102,12 @@ pub struct Report {
 }
 
 impl Report {
+    fn into_issues(self) -> Vec<Issue> {
+        let mut issues = self.errors;
+        issues.extend(self.warnings);
+        issues
+    }
+
     fn from_issues(mut issues: Vec<Issue>) -> Self {
         // Stable: within one kind, document order stays.
         issues.sort_by_key(|issue| (issue.severity, issue.kind));
@@ -166,8 +173,10 @@ pub fn validate_json_text(
             validate(&ir, catalog, inputs)
         }
         Ok(doc) => {
-            if let Err(report) = sound_structure(&doc) {
-                return report;
+            let mut issues = Vec::new();
+            structure::check(&doc, &mut issues);
+            if !issues.is_empty() {
+                return with_the_sound_parts(&doc, issues, catalog, inputs);
             }
             // Consuming the document moves its strings into the workflow and frees it as it
             // goes, so a large workflow is not held twice.
@@ -203,26 +212,29 @@ pub fn validate(
     catalog: &dyn NodeCatalog,
     inputs: Option<&Map<String, Value>>,
 ) -> Report {
-    match sound_workflow(doc) {
-        Ok(workflow) => check_semantics(&workflow, catalog, inputs),
-        Err(report) => report,
-    }
-}
-
-/// The workflow a structurally sound document describes, or the report of what is wrong.
-fn sound_workflow(doc: &Value) -> Result<Workflow, Report> {
-    sound_structure(doc)?;
-    Workflow::deserialize(doc).map_err(not_a_workflow)
-}
-
-fn sound_structure(doc: &Value) -> Result<(), Report> {
     let mut issues = Vec::new();
     structure::check(doc, &mut issues);
     if issues.is_empty() {
-        Ok(())
-    } else {
-        Err(Report::from_issues(issues))
+        return match Workflow::deserialize(doc) {
+            Ok(workflow) => check_semantics(&workflow, catalog, inputs),
+            Err(error) => not_a_workflow(error),
+        };
     }
+    with_the_sound_parts(doc, issues, catalog, inputs)
+}
+
+/// The shape errors, with what the semantic checks find in the document's sound parts: a wrong
+/// shape does not hide the rest, one report has everything.
+fn with_the_sound_parts(
+    doc: &Value,
+    mut issues: Vec<Issue>,
+    catalog: &dyn NodeCatalog,
+    inputs: Option<&Map<String, Value>>,
+) -> Report {
+    if let Some(workflow) = salvage::salvage(doc) {
+        issues.extend(check_semantics(&workflow, catalog, inputs).into_issues());
+    }
+    Report::from_issues(issues)
 }
 
 fn not_a_workflow(error: serde_json::Error) -> Report {

@@ -526,3 +526,30 @@ fn a_batch_nodes_outputs_are_checked_per_item() {
         .message
         .contains("use an index such as [0]"));
 }
+
+#[test]
+fn shape_errors_do_not_hide_the_rest_of_the_report() {
+    let report = check(json!({
+        "ir_version": "0.1.0",
+        "nodes": [
+            {"id": "a", "type": "shel", "params": {"command": "echo hi"}},
+            {"id": "b", "type": "shell", "params": {"command": "echo ${a.stdout} ${ghost.x}"}, "surprise": 1}
+        ],
+        "edges": [{"from_node": "a", "to_node": "b"}]
+    }));
+    let paths: Vec<&str> = report.errors.iter().map(|i| i.path.as_str()).collect();
+    // The shape (an unknown field, edges written from_node/to_node) and, in the same report,
+    // the unknown node type and the template to nowhere; the edge is read as meant, so no
+    // "unreachable" noise.
+    assert_eq!(
+        paths,
+        [
+            "nodes[1].surprise",
+            "edges[0].from_node",
+            "edges[0].to_node",
+            "nodes[0].type",
+            "nodes[1].params.command"
+        ],
+        "{report:#?}"
+    );
+}
