@@ -13,10 +13,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
-use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
-    UpdateDeadline,
-};
+use wasmtime::{Config, Engine, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::WasiCtxBuilder;
 
@@ -31,30 +28,10 @@ pub struct Sandbox {
     linker: Linker<HostState>,
 }
 
-/// How many node instances may be alive at once: parallel batch workers (at most 100) and
-/// the nodes of nested workflows, with room to spare.
-const POOLED_INSTANCES: u32 = 256;
-
-/// Instances come from a pool of slots reserved once: creating and dropping thousands of
-/// instances (a batch) then costs no mmap/munmap, which would serialize parallel workers on
-/// the process's memory-map lock. A slot is as large as wasm32 memory can be, so any
-/// `memory_mb` works; the limiter enforces the node's own cap.
-fn pool() -> PoolingAllocationConfig {
-    let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(POOLED_INSTANCES)
-        // A component holds a few core instances (the node, the WASI adapter, shims).
-        .total_core_instances(POOLED_INSTANCES * 4)
-        .total_memories(POOLED_INSTANCES * 2)
-        .total_tables(POOLED_INSTANCES * 4)
-        .max_memory_size(4 << 30);
-    pool
-}
-
 impl Sandbox {
     pub fn new() -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.consume_fuel(true).epoch_interruption(true);
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool()));
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;

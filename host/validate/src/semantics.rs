@@ -25,6 +25,7 @@ pub(crate) fn check(
 ) {
     let graph = Graph::new(workflow);
     node_types_and_params(workflow, catalog, issues);
+    unsupported(workflow, issues);
     let used_inputs = Templates {
         workflow,
         catalog,
@@ -213,6 +214,23 @@ fn node_types_and_params(workflow: &Workflow, catalog: &dyn NodeCatalog, issues:
                     }),
                 ));
             }
+        }
+    }
+}
+
+/// pflow 0.16 features this host does not run: refused rather than silently skipped.
+fn unsupported(workflow: &Workflow, issues: &mut Vec<Issue>) {
+    for (i, node) in workflow.nodes.iter().enumerate() {
+        if node.approval.is_some() {
+            issues.push(Issue::error(
+                IssueKind::Structure,
+                &format!("nodes[{i}].approval"),
+                format!(
+                    "Node '{}' asks for a human approval gate, which pflow-host does not run yet; it would run without asking",
+                    node.id
+                ),
+                Some("Remove `approval`, or split the workflow where the approval belongs".to_string()),
+            ));
         }
     }
 }

@@ -553,3 +553,17 @@ fn shape_errors_do_not_hide_the_rest_of_the_report() {
         "{report:#?}"
     );
 }
+
+#[test]
+fn an_approval_gate_is_refused_rather_than_skipped() {
+    let mut doc = pipeline("echo hi");
+    doc["nodes"][0]["approval"] = json!("required");
+    let report = check(doc);
+    let issue = only_error(&report);
+    assert_eq!(issue.path, "nodes[0].approval");
+    assert!(
+        issue.message.contains("does not run yet"),
+        "{}",
+        issue.message
+    );
+}
