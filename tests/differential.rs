@@ -10,13 +10,14 @@
 //! in both.
 
 mod common;
+#[path = "common/httpbin.rs"]
+mod httpbin;
 
 use common::{repo_root, TestHome};
+use httpbin::Httpbin;
 use serde_json::Value;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 /// The pflow 0.16 CLI: `PFLOW_REFERENCE`, else where `just test-peers` installs it.
 fn reference_pflow() -> PathBuf {
@@ -29,45 +30,6 @@ fn reference_pflow() -> PathBuf {
         path.display()
     );
     path
-}
-
-/// httpbin (PyPI) on a free loopback port, stopped on drop.
-struct Httpbin {
-    child: Child,
-    base: String,
-}
-
-impl Httpbin {
-    fn start() -> Httpbin {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "httpbin.core", "--host", "127.0.0.1", "--port"])
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 -m httpbin.core (just test-peers installs httpbin)");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "httpbin did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Httpbin {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Httpbin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 struct Case {

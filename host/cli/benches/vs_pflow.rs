@@ -3,7 +3,10 @@
 //! - the 8-item parallel batch of `sleep 0.2` (target: at least 4x faster);
 //! - the differential corpus (`tests/differential/`), every case once, run whole.
 
-use std::net::TcpListener;
+#[path = "../../../tests/common/httpbin.rs"]
+mod httpbin;
+
+use httpbin::Httpbin;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -107,41 +110,4 @@ fn main() {
 fn median_ms(mut samples: Vec<Duration>) -> f64 {
     samples.sort();
     samples[samples.len() / 2].as_secs_f64() * 1e3
-}
-
-/// httpbin (PyPI) on a free loopback port, for the corpus's http cases.
-struct Httpbin {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Httpbin {
-    fn start() -> Httpbin {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args(["-m", "httpbin.core", "--host", "127.0.0.1", "--port"])
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 -m httpbin.core");
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Httpbin {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        }
-    }
-}
-
-impl Drop for Httpbin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

@@ -243,6 +243,15 @@ fn port_names(ports: &[Port]) -> String {
         .join(", ")
 }
 
+/// What the root of a template names.
+enum Root {
+    /// A name the node itself gives (batch item, loop iteration, `inputs:` mapping).
+    Local,
+    Input,
+    Node(usize),
+    Unknown,
+}
+
 struct Templates<'a> {
     workflow: &'a Workflow,
     catalog: &'a dyn NodeCatalog,
@@ -377,19 +386,27 @@ impl Templates<'_> {
         used: &mut HashSet<String>,
         issues: &mut Vec<Issue>,
     ) {
+        if let Root::Unknown = self.root_of(reference, site, used) {
+            issues.push(self.unknown_root(reference, site));
+        }
+    }
+
+    /// What a reference's root names, counting the inputs used.
+    fn root_of(&self, reference: &Reference, site: &Site<'_>, used: &mut HashSet<String>) -> Root {
         let root = reference.root.as_str();
         if site
             .node
             .is_some_and(|(_, node)| Self::local_name(node, root, &site.path))
         {
-            return;
+            return Root::Local;
         }
         if self.workflow.inputs.contains_key(root) {
             used.insert(root.to_string());
-            return;
+            return Root::Input;
         }
-        if !self.graph.index.contains_key(root) {
-            issues.push(self.unknown_root(reference, site));
+        match self.graph.index.get(root) {
+            Some(&node) => Root::Node(node),
+            None => Root::Unknown,
         }
     }
 
@@ -423,20 +440,13 @@ impl Templates<'_> {
         used: &mut HashSet<String>,
         issues: &mut Vec<Issue>,
     ) {
-        let root = reference.root.as_str();
-        if site
-            .node
-            .is_some_and(|(_, node)| Self::local_name(node, root, &site.path))
-        {
-            return;
-        }
-        if self.workflow.inputs.contains_key(root) {
-            used.insert(root.to_string());
-            return;
-        }
-        let Some(&target) = self.graph.index.get(root) else {
-            issues.push(self.unknown_root(reference, site));
-            return;
+        let target = match self.root_of(reference, site, used) {
+            Root::Node(target) => target,
+            Root::Local | Root::Input => return,
+            Root::Unknown => {
+                issues.push(self.unknown_root(reference, site));
+                return;
+            }
         };
         let target_node = &self.workflow.nodes[target];
         if let Some((current, node)) = site.node {

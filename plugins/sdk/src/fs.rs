@@ -86,10 +86,18 @@ pub fn write(path: &str, contents: &[u8], append: bool) -> Result<(), NodeError>
     }
 }
 
-pub fn copy(source: &str, destination: &str, overwrite: bool) -> Result<(), NodeError> {
+/// `copy` and `rename` take the same arguments.
+type TwoPaths = unsafe extern "C" fn(*const u8, usize, *const u8, usize, i32, *mut u8);
+
+fn two_paths(
+    import: TwoPaths,
+    source: &str,
+    destination: &str,
+    overwrite: bool,
+) -> Result<(), NodeError> {
     let mut area: Area = [0; 13];
     unsafe {
-        import_copy(
+        import(
             source.as_ptr(),
             source.len(),
             destination.as_ptr(),
@@ -101,19 +109,12 @@ pub fn copy(source: &str, destination: &str, overwrite: bool) -> Result<(), Node
     }
 }
 
+pub fn copy(source: &str, destination: &str, overwrite: bool) -> Result<(), NodeError> {
+    two_paths(import_copy, source, destination, overwrite)
+}
+
 pub fn rename(source: &str, destination: &str, overwrite: bool) -> Result<(), NodeError> {
-    let mut area: Area = [0; 13];
-    unsafe {
-        import_rename(
-            source.as_ptr(),
-            source.len(),
-            destination.as_ptr(),
-            destination.len(),
-            overwrite as i32,
-            area.as_mut_ptr() as *mut u8,
-        );
-        unit_result(&area)
-    }
+    two_paths(import_rename, source, destination, overwrite)
 }
 
 pub fn remove(path: &str) -> Result<(), NodeError> {
