@@ -281,16 +281,13 @@ impl serde_json::ser::Formatter for PythonSeparators {
         }
     }
 
+    /// The same separator between an object's entries as between a list's items.
     fn begin_object_key<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        self.begin_array_value(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(

@@ -100,13 +100,10 @@ pub fn prepare_params(
         }
     }
     names.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let layered = Layered {
-        base: scope,
-        names: names.clone(),
-    };
+    let layered = Layered { base: scope, names };
     let mut resolved = resolve_all(params, &layered, strict, "inputs")?;
     if runner.declares_inputs() && (params.contains_key("inputs") || !overrides.is_empty()) {
-        resolved.insert("inputs".to_string(), Value::Object(names));
+        resolved.insert("inputs".to_string(), Value::Object(layered.names));
     }
     Ok(resolved)
 }
