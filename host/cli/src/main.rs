@@ -2,6 +2,7 @@
 
 mod builtins;
 mod display;
+mod find_cmd;
 mod mcp_cmd;
 mod plan_cmd;
 mod plan_display;
@@ -58,6 +59,8 @@ enum Command {
     /// Past runs and their checkpoints (resume one with `run --resume RUN_ID`).
     #[command(subcommand)]
     Runs(runs_cmd::RunsCommand),
+    /// Find saved workflows by what they do (ranked locally, no LLM).
+    Find(find_cmd::FindArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         }
         // Reads files only: no engine, no plugins.
         Some(Command::Runs(command)) => runs_cmd::run(&PflowHome::from_env(), command),
+        Some(Command::Find(args)) => find_cmd::run(&PflowHome::from_env(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

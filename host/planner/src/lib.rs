@@ -14,6 +14,7 @@ mod flow;
 pub mod library;
 mod nodes;
 pub mod prompt;
+pub mod rank;
 pub mod repair;
 pub mod shared;
 pub mod trace;

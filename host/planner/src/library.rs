@@ -24,6 +24,43 @@ pub struct SavedWorkflow {
     pub request: Option<String>,
 }
 
+impl SavedWorkflow {
+    /// What `find` reads besides the name and description: the inputs (names and
+    /// descriptions), the node types, the outputs and the request.
+    fn search_texts(&self) -> [String; 4] {
+        let entries = |field: &str| {
+            self.ir[field]
+                .as_object()
+                .map(|entries| {
+                    entries
+                        .iter()
+                        .map(|(name, spec)| {
+                            format!("{name} {}", spec["description"].as_str().unwrap_or(""))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default()
+        };
+        let types = self.ir["nodes"]
+            .as_array()
+            .map(|nodes| {
+                nodes
+                    .iter()
+                    .filter_map(|n| n["type"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        [
+            entries("inputs"),
+            types,
+            entries("outputs"),
+            self.request.clone().unwrap_or_default(),
+        ]
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum LibraryError {
     #[error("'{0}' is not a workflow name: use lower-case letters, digits and '-', at most 50 characters")]
@@ -83,6 +120,29 @@ impl WorkflowLibrary {
                     None
                 }
             })
+            .collect()
+    }
+
+    /// The saved workflows that match `query`, best first, with their scores (BM25 over the
+    /// name, the description, the inputs, the node types and the request it was planned from).
+    pub fn find(&self, query: &str) -> Vec<(SavedWorkflow, f64)> {
+        let saved = self.list();
+        let texts: Vec<[String; 4]> = saved.iter().map(SavedWorkflow::search_texts).collect();
+        let ranker = crate::rank::Ranker::new(texts.iter().zip(&saved).map(|(texts, saved)| {
+            vec![
+                (saved.name.as_str(), 3.0),
+                (saved.description.as_str(), 2.0),
+                (texts[0].as_str(), 1.0),
+                (texts[1].as_str(), 1.0),
+                (texts[2].as_str(), 1.0),
+                (texts[3].as_str(), 0.5),
+            ]
+        }));
+        let mut saved: Vec<Option<SavedWorkflow>> = saved.into_iter().map(Some).collect();
+        ranker
+            .rank(query)
+            .into_iter()
+            .filter_map(|(index, score)| Some((saved[index].take()?, score)))
             .collect()
     }
 
