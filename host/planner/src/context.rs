@@ -5,7 +5,6 @@
 use crate::library::SavedWorkflow;
 use pflow_runtime::registry::{Origin, PluginSpec};
 use pflow_validate::Port;
-use std::collections::HashSet;
 use std::fmt::Write;
 
 /// Beyond this many node types, only the built-ins and the most relevant others are listed.
@@ -28,7 +27,6 @@ pub fn build<'a>(
     specs: impl Iterator<Item = (&'a PluginSpec, Origin)>,
     saved: &[SavedWorkflow],
 ) -> Catalog {
-    let words = words_of(request);
     let specs: Vec<(&PluginSpec, Origin)> = specs.collect();
     let types_total = specs.len();
     let mut chosen: Vec<&PluginSpec> = if types_total <= MAX_TYPES {
@@ -44,13 +42,13 @@ pub fn build<'a>(
             .iter()
             .filter(|(_, o)| *o != Origin::Builtin)
             .map(|(s, _)| *s);
-        builtin.extend(most_relevant(others, room, &words, |s| {
+        builtin.extend(most_relevant(others, room, request, |s| {
             format!("{} {}", s.name, s.description)
         }));
         builtin
     };
     chosen.sort_by(|a, b| a.name.cmp(&b.name));
-    let saved_chosen = most_relevant(saved.iter(), MAX_SAVED, &words, |s| {
+    let saved_chosen = most_relevant(saved.iter(), MAX_SAVED, request, |s| {
         format!("{} {}", s.name, s.description)
     });
 
@@ -135,36 +133,24 @@ fn write_saved(text: &mut String, saved: &SavedWorkflow) {
 }
 
 /// Lower-case words of three letters or more, without the commonest English ones.
-fn words_of(text: &str) -> HashSet<String> {
-    const COMMON: &[&str] = &[
-        "the", "and", "for", "with", "that", "this", "from", "into", "then", "them", "each", "all",
-        "are", "its", "out", "use", "using",
-    ];
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| w.len() >= 3 && !COMMON.contains(&w.as_str()))
-        .collect()
-}
-
-/// The `limit` items sharing most words with the request; ties keep their order.
+/// The `limit` items that rank best for the request (BM25, see `rank`); when fewer match,
+/// the rest follow in their order.
 fn most_relevant<'a, T>(
     items: impl Iterator<Item = &'a T>,
     limit: usize,
-    words: &HashSet<String>,
+    request: &str,
     text_of: impl Fn(&T) -> String,
 ) -> Vec<&'a T>
 where
     T: 'a,
 {
-    let mut scored: Vec<(usize, usize, &T)> = items
-        .enumerate()
-        .map(|(index, item)| {
-            let score = words_of(&text_of(item)).intersection(words).count();
-            (score, index, item)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    scored.into_iter().take(limit).map(|(_, _, i)| i).collect()
+    let items: Vec<&T> = items.collect();
+    let texts: Vec<String> = items.iter().map(|item| text_of(item)).collect();
+    let ranker = crate::rank::Ranker::new(texts.iter().map(|t| vec![(t.as_str(), 1.0)]));
+    let mut order: Vec<usize> = ranker.rank(request).into_iter().map(|(i, _)| i).collect();
+    let ranked: std::collections::HashSet<usize> = order.iter().copied().collect();
+    order.extend((0..items.len()).filter(|i| !ranked.contains(i)));
+    order.into_iter().take(limit).map(|i| items[i]).collect()
 }
 
 #[cfg(test)]

@@ -19,21 +19,47 @@ const STOP_WORDS: &[&str] = &[
     "use", "using", "my", "me", "i",
 ];
 
-/// The words of `text` that count for ranking.
+/// Short forms and near-synonyms in the vocabulary of workflows, each to the words it means.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("pr", "pull request"),
+    ("prs", "pull request"),
+    ("repo", "repository"),
+    ("db", "database"),
+    ("photo", "image"),
+    ("picture", "image"),
+    ("img", "image"),
+    ("pic", "image"),
+    ("smaller", "resize"),
+    ("shrink", "resize"),
+    ("site", "website"),
+    ("doc", "document"),
+    ("msg", "message"),
+    ("mail", "email"),
+    ("gh", "github"),
+];
+
+/// The words of `text` that count for ranking: lower-cased, split at anything not
+/// alphanumeric, stop words dropped, short forms spelled out, stemmed (Snowball English, so
+/// `summary` and `summarize` meet).
 pub fn terms(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    let mut terms = Vec::new();
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
         .map(str::to_lowercase)
-        .filter(|word| !STOP_WORDS.contains(&word.as_str()))
-        .map(|word| stem(&word))
-        .collect()
-}
-
-fn stem(word: &str) -> String {
-    match word.strip_suffix('s') {
-        Some(stem) if stem.len() >= 3 && !stem.ends_with('s') => stem.to_string(),
-        _ => word.to_string(),
+    {
+        let spelled = SYNONYMS
+            .iter()
+            .find(|(short, _)| *short == word)
+            .map_or(word.as_str(), |(_, long)| long);
+        for word in spelled.split(' ') {
+            if !STOP_WORDS.contains(&word) {
+                terms.push(stemmer.stem(word).into_owned());
+            }
+        }
     }
+    terms
 }
 
 /// Documents indexed for ranking.

@@ -1,0 +1,171 @@
+//! `find` ranks the intended workflow first among 50 saved ones, for 10 different queries.
+
+use pflow_planner::library::{SavedWorkflow, WorkflowLibrary};
+use serde_json::json;
+
+/// (name, description, node types, input names)
+const SAVED: &[(&str, &str, &[&str], &[&str])] = &[
+    (
+        "fetch-github-issues",
+        "List the open issues of a GitHub repository",
+        &["http"],
+        &["repo", "token"],
+    ),
+    (
+        "summarize-pull-request",
+        "Summarize the changes of a pull request for a reviewer",
+        &["http", "llm"],
+        &["repo", "number"],
+    ),
+    (
+        "resize-images",
+        "Resize every PNG and JPEG in a folder to a given width",
+        &["shell"],
+        &["folder", "width"],
+    ),
+    (
+        "backup-database",
+        "Dump a Postgres database and upload the dump to S3",
+        &["shell"],
+        &["database_url", "bucket"],
+    ),
+    (
+        "translate-document",
+        "Translate a markdown document into another language",
+        &["read-file", "llm", "write-file"],
+        &["path", "language"],
+    ),
+    (
+        "weekly-sales-report",
+        "Build a weekly sales report from the orders CSV and email it",
+        &["read-file", "llm"],
+        &["csv_path", "recipient"],
+    ),
+    (
+        "slack-standup-digest",
+        "Collect yesterday's Slack messages and post a standup digest",
+        &["mcp-slack-list-messages", "llm"],
+        &["channel"],
+    ),
+    (
+        "check-website-uptime",
+        "Check that a list of URLs answer with status 200",
+        &["http"],
+        &["urls"],
+    ),
+    (
+        "count-words",
+        "Count the words of a text file, most frequent first",
+        &["shell"],
+        &["file", "top"],
+    ),
+    (
+        "rotate-logs",
+        "Compress and rotate log files older than a week",
+        &["shell"],
+        &["log_dir"],
+    ),
+];
+
+fn filler(i: usize) -> (String, String) {
+    const TOPICS: &[&str] = &[
+        "calendar",
+        "invoice",
+        "weather",
+        "stock",
+        "recipe",
+        "podcast",
+        "tweet",
+        "ticket",
+        "playlist",
+        "expense",
+        "contract",
+        "survey",
+        "newsletter",
+        "inventory",
+        "shipment",
+        "timesheet",
+        "meeting",
+        "budget",
+        "lead",
+        "forecast",
+    ];
+    const VERBS: &[&str] = &["export", "archive", "sync", "tag", "clean"];
+    let topic = TOPICS[i % TOPICS.len()];
+    let verb = VERBS[i % VERBS.len()];
+    (
+        format!("{verb}-{topic}-{i}"),
+        format!("{} {topic} entries from the {topic} service", verb),
+    )
+}
+
+#[test]
+fn the_intended_workflow_ranks_first_among_fifty() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = WorkflowLibrary::new(dir.path());
+    let mut all: Vec<(String, String, Vec<String>, Vec<String>)> = SAVED
+        .iter()
+        .map(|(n, d, t, i)| {
+            (
+                n.to_string(),
+                d.to_string(),
+                t.iter().map(|s| s.to_string()).collect(),
+                i.iter().map(|s| s.to_string()).collect(),
+            )
+        })
+        .collect();
+    for i in 0..40 {
+        let (name, description) = filler(i);
+        all.push((name, description, vec!["shell".into()], vec!["id".into()]));
+    }
+    for (name, description, types, inputs) in &all {
+        let nodes: Vec<_> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"id": format!("n{i}"), "type": t}))
+            .collect();
+        let inputs: serde_json::Map<String, serde_json::Value> = inputs
+            .iter()
+            .map(|i| (i.clone(), json!({"type": "string"})))
+            .collect();
+        let saved = SavedWorkflow {
+            name: name.clone(),
+            description: description.clone(),
+            ir: json!({"inputs": inputs, "nodes": nodes}),
+            created_at: 0,
+            updated_at: 0,
+            request: None,
+        };
+        std::fs::write(
+            library.path_of(name),
+            serde_json::to_string(&saved).unwrap(),
+        )
+        .unwrap();
+    }
+    assert_eq!(library.list().len(), 50);
+    for (query, intended) in [
+        ("show me open github issues", "fetch-github-issues"),
+        ("summary of a PR", "summarize-pull-request"),
+        ("make my photos smaller", "resize-images"),
+        ("postgres backup to s3", "backup-database"),
+        ("translate this markdown to french", "translate-document"),
+        ("sales numbers every week by email", "weekly-sales-report"),
+        ("standup summary from slack", "slack-standup-digest"),
+        ("is my site up", "check-website-uptime"),
+        ("word frequency of a file", "count-words"),
+        ("old logs compress", "rotate-logs"),
+    ] {
+        let found = library.find(query);
+        let first = found.first().map(|(s, _)| s.name.as_str());
+        assert_eq!(
+            first,
+            Some(intended),
+            "query '{query}': {:?}",
+            found
+                .iter()
+                .map(|(s, score)| (s.name.clone(), *score))
+                .take(3)
+                .collect::<Vec<_>>()
+        );
+    }
+}
