@@ -19,6 +19,15 @@ pub enum RegistryCommand {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+    /// The node types that match what a step should do, best first (ranked locally, as
+    /// `find` ranks saved workflows).
+    Find {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+    },
     /// One node type: params, outputs, capabilities, where it comes from.
     Describe {
         #[arg(value_name = "TYPE")]
@@ -34,6 +43,11 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
             filter,
             output_format,
         } => list(host, filter.as_deref(), output_format),
+        RegistryCommand::Find {
+            query,
+            limit,
+            output_format,
+        } => find(host, &query, limit, output_format),
         RegistryCommand::Describe {
             node_type,
             output_format,
@@ -86,6 +100,59 @@ struct Listed {
     capabilities: String,
     description: String,
     document: serde_json::Value,
+}
+
+/// Node types ranked for `query` over their name (weighted most), description and params.
+fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
+    let specs: Vec<_> = host.registry.specs().map(|(spec, _)| spec).collect();
+    let params: Vec<String> = specs
+        .iter()
+        .map(|spec| {
+            spec.params
+                .iter()
+                .map(|p| format!("{} {}", p.name, p.description))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let ranker =
+        pflow_planner::rank::Ranker::new(specs.iter().zip(&params).map(|(spec, params)| {
+            vec![
+                (spec.name.as_str(), 3.0),
+                (spec.description.as_str(), 2.0),
+                (params.as_str(), 0.5),
+            ]
+        }));
+    let matches: Vec<_> = ranker.rank(query).into_iter().take(limit).collect();
+    if output_format == OutputFormat::Json {
+        let list: Vec<_> = matches
+            .iter()
+            .map(|&(i, score)| {
+                json!({
+                    "type": specs[i].name,
+                    "description": specs[i].description,
+                    "score": (score * 1000.0).round() / 1000.0,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(0);
+    }
+    if matches.is_empty() {
+        eprintln!("No node type matches '{query}'. `pflow-host registry list` shows them all.");
+    }
+    let width = matches
+        .iter()
+        .map(|&(i, _)| specs[i].name.len())
+        .max()
+        .unwrap_or(0);
+    for &(i, score) in &matches {
+        println!(
+            "{:width$}  {score:5.2}  {}",
+            specs[i].name, specs[i].description
+        );
+    }
+    Ok(0)
 }
 
 fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Result<u8> {
