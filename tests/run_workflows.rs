@@ -334,3 +334,25 @@ fn nested_workflows_stop_at_max_depth() {
     let too_deep = run(top(1));
     assert_eq!(too_deep["error"]["category"], "max_depth", "{too_deep}");
 }
+
+/// `pflow-host NAME key=value` and `run NAME` run a saved workflow (either format), as
+/// `pflow NAME` does; a request that names no workflow still goes to the planner.
+#[test]
+fn a_saved_workflow_runs_by_name() {
+    let home = TestHome::new();
+    let saved = home.path().join("workflows");
+    std::fs::create_dir_all(&saved).unwrap();
+    std::fs::write(
+        saved.join("shout.pflow.md"),
+        "# Shout\n\nUpper-cases a word.\n\n## Inputs\n\n### word\n\nThe word.\n\n- type: string\n\n## Steps\n\n### up\n\nUpper-cases it.\n\n- type: shell\n- command: echo ${word} | tr a-z A-Z\n",
+    )
+    .unwrap();
+    let bare = home.run_args(&["shout", "word=hey"]);
+    assert_eq!(bare.code, 0, "{}", bare.stderr);
+    assert_eq!(bare.stdout.trim(), "HEY");
+    let run = home.run_args(&["run", "shout", "word=you"]);
+    assert_eq!(run.stdout.trim(), "YOU", "{}", run.stderr);
+    // Not a saved workflow: planning, which needs a model here.
+    let request = home.run_args(&["shout", "louder"]);
+    assert_ne!(request.code, 0);
+}

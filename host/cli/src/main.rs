@@ -106,7 +106,12 @@ fn main() -> ExitCode {
             let _ = Cli::command().print_help();
             return ExitCode::from(exit::CANNOT_START);
         }
-        None => open().and_then(|host| plan_cmd::run(&host, cli.plan)),
+        // `pflow-host NAME key=value`: a saved workflow or a workflow file runs, as `pflow NAME`
+        // does; anything else is a request to plan.
+        None => match run_cmd::RunArgs::for_named(&PflowHome::from_env(), &cli.plan) {
+            Some(args) => open().and_then(|host| run_cmd::run(&host, args)),
+            None => open().and_then(|host| plan_cmd::run(&host, cli.plan)),
+        },
         Some(Command::Plan(args)) => open().and_then(|host| {
             plan_cmd::run(
                 &host,

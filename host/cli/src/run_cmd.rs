@@ -9,11 +9,12 @@ use clap::Args;
 use pflow_ir::Workflow;
 use pflow_llm::Client;
 use pflow_planner::repair::RepairStatus;
+use pflow_runtime::home::PflowHome;
 use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, RunTrace, Runs};
 use pflow_runtime::{CancelToken, Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -39,6 +40,45 @@ pub struct RunArgs {
     save_repair: bool,
 }
 
+impl RunArgs {
+    /// The run that `pflow-host NAME key=value ...` means, when NAME is a saved workflow or a
+    /// workflow file and everything after it is `key=value`.
+    pub fn for_named(home: &PflowHome, plan: &crate::plan_cmd::PlanArgs) -> Option<RunArgs> {
+        let name = plan.request.as_deref()?;
+        if plan.inputs.iter().any(|a| !a.contains('=')) {
+            return None;
+        }
+        let file = saved_or_file(home, Path::new(name))?;
+        Some(RunArgs {
+            file: Some(file),
+            inputs: plan.inputs.clone(),
+            output_format: plan.output_format,
+            resume: None,
+            no_repair: false,
+            save_repair: false,
+        })
+    }
+}
+
+/// A workflow file as given, else the saved workflow of that name (`NAME.json` or
+/// `NAME.pflow.md` in `~/.pflow/workflows`).
+fn saved_or_file(home: &PflowHome, given: &Path) -> Option<PathBuf> {
+    let is_workflow_file = given.is_file()
+        && (crate::workflow_file::is_json(given) || given.to_string_lossy().ends_with(".md"));
+    if is_workflow_file {
+        return Some(given.to_path_buf());
+    }
+    let name = given.to_str()?;
+    if name.contains('/') || name.contains(char::is_whitespace) {
+        return None;
+    }
+    let dir = home.root().join("workflows");
+    [format!("{name}.json"), format!("{name}.pflow.md")]
+        .into_iter()
+        .map(|file| dir.join(file))
+        .find(|path| path.is_file())
+}
+
 /// What to run: the workflow, the inputs as given, and the earlier run it goes on from.
 struct Plan {
     workflow: Workflow,
@@ -49,6 +89,12 @@ struct Plan {
 
 pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     let json_output = args.output_format == OutputFormat::Json;
+    // `run NAME`: a saved workflow, when no such file exists.
+    if let Some(file) = args.file.as_deref().filter(|f| !f.exists()) {
+        if let Some(saved) = saved_or_file(&host.home, file) {
+            args.file = Some(saved);
+        }
+    }
     // `run --resume last key=value`: the first input lands where the file would.
     if args.resume.is_some() {
         if let Some(file) = args
