@@ -356,3 +356,72 @@ fn a_saved_workflow_runs_by_name() {
     let request = home.run_args(&["shout", "louder"]);
     assert_ne!(request.code, 0);
 }
+
+/// The library: save (either format), list with run counts, describe, history, delete.
+#[test]
+fn the_library_saves_lists_describes_and_counts_runs() {
+    let home = TestHome::new();
+    let examples = common::repo_root().join("examples");
+    let md = examples.join("word-stats.pflow.md");
+    let json = examples.join("word-count.json");
+    let work = tempfile::tempdir().unwrap();
+    assert_eq!(home.run_args(&["save", md.to_str().unwrap()]).code, 0);
+    let saved = home.run_args(&[
+        "save",
+        json.to_str().unwrap(),
+        "--name",
+        "top-words",
+        "--description",
+        "Top words",
+    ]);
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    assert_eq!(
+        home.run_args(&["save", json.to_str().unwrap(), "--name", "top-words"])
+            .code,
+        2
+    );
+    let ran = home
+        .command()
+        .args(["word-stats", "report_path=out.txt"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let list = home.run_args(&["list", "--output-format", "json"]).report();
+    let runs: Vec<(String, u64)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["name"].as_str().unwrap().to_string(),
+                w["run_count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [("top-words".to_string(), 0), ("word-stats".to_string(), 1)]
+    );
+    let described = home.run_args(&["describe", "top-words"]);
+    assert!(
+        described.stdout.starts_with("top-words: Top words"),
+        "{}",
+        described.stdout
+    );
+    assert!(
+        described.stdout.contains("run: pflow-host top-words"),
+        "{}",
+        described.stdout
+    );
+    let history = home
+        .run_args(&["history", "word-stats", "--output-format", "json"])
+        .report();
+    assert_eq!(history[0]["status"], "succeeded", "{history}");
+    assert_eq!(home.run_args(&["delete", "top-words"]).code, 0);
+    assert_eq!(home.run_args(&["describe", "top-words"]).code, 2);
+}

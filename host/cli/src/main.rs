@@ -3,6 +3,7 @@
 mod builtins;
 mod display;
 mod find_cmd;
+mod library_cmd;
 mod mcp_cmd;
 mod plan_cmd;
 mod plan_display;
@@ -61,6 +62,16 @@ enum Command {
     Runs(runs_cmd::RunsCommand),
     /// Find saved workflows by what they do (ranked locally, no LLM).
     Find(find_cmd::FindArgs),
+    /// Save a workflow file to the library (~/.pflow/workflows), to run it by name.
+    Save(library_cmd::SaveArgs),
+    /// The saved workflows (with run counts); keywords narrow the list.
+    List(library_cmd::ListArgs),
+    /// A saved workflow (or a workflow file): inputs, outputs, node types, how to run it.
+    Describe(library_cmd::NameArgs),
+    /// Delete a saved workflow.
+    Delete(library_cmd::NameArgs),
+    /// The runs of a saved workflow, newest first.
+    History(library_cmd::NameArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -130,6 +141,11 @@ fn main() -> ExitCode {
         // Reads files only: no engine, no plugins.
         Some(Command::Runs(command)) => runs_cmd::run(&PflowHome::from_env(), command),
         Some(Command::Find(args)) => find_cmd::run(&PflowHome::from_env(), args),
+        Some(Command::Save(args)) => library_cmd::save(&PflowHome::from_env(), args),
+        Some(Command::List(args)) => library_cmd::list(&PflowHome::from_env(), args),
+        Some(Command::Describe(args)) => library_cmd::describe(&PflowHome::from_env(), args),
+        Some(Command::Delete(args)) => library_cmd::delete(&PflowHome::from_env(), args),
+        Some(Command::History(args)) => library_cmd::history(&PflowHome::from_env(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -160,6 +160,13 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
 
     let original_path = workflow_path.clone();
     let mut progress = Progress::new(!json_output);
+    // A saved workflow counts its runs.
+    if let Some(name) = workflow_path
+        .as_deref()
+        .and_then(|path| crate::library_cmd::library(&host.home).name_of(path))
+    {
+        crate::library_cmd::library(&host.home).record_run(&name);
+    }
     let recorded = run_recorded(
         host,
         &workflow,

@@ -219,9 +219,7 @@ mod tests {
             name: "count-words".into(),
             description: "Counts words.".into(),
             ir: json!({"inputs": {"file": {"type": "string"}, "top": {"default": 3}}, "nodes": []}),
-            created_at: 0,
-            updated_at: 0,
-            request: None,
+            ..Default::default()
         };
         let catalog = build("x", std::iter::empty(), &[saved]);
         assert!(

@@ -1,5 +1,7 @@
 //! Saved workflows: `~/.pflow/workflows/<name>.json`, in pflow's library format
-//! `{name, description, ir, created_at, updated_at, ...}`.
+//! `{name, description, ir, created_at, updated_at, ...}`, or `<name>.pflow.md` as written.
+//! What a markdown file cannot hold (its description when given apart, times, how often it
+//! ran) sits in `.meta/<name>.json` beside it, for either format.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -8,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const NAME_LIMIT: usize = 50;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SavedWorkflow {
     pub name: String,
     #[serde(default)]
@@ -22,6 +24,36 @@ pub struct SavedWorkflow {
     /// The request it was planned from, when it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+    /// How often it ran, and when it last did (seconds since the epoch), from `.meta/`.
+    #[serde(skip)]
+    pub run_count: u64,
+    #[serde(skip)]
+    pub last_run: Option<u64>,
+    /// Its file.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// What `.meta/<name>.json` holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Meta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default)]
+    created_at: u64,
+    #[serde(default)]
+    updated_at: u64,
+    #[serde(default)]
+    run_count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_run: Option<u64>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl SavedWorkflow {
@@ -71,6 +103,10 @@ pub enum LibraryError {
     Unreadable { path: PathBuf, message: String },
     #[error("cannot save workflow to {}: {message}", path.display())]
     Unwritable { path: PathBuf, message: String },
+    #[error(
+        "a workflow named '{0}' is already saved: give another --name, or --force to replace it"
+    )]
+    Exists(String),
 }
 
 fn saved_list(saved: &[String]) -> String {
@@ -108,9 +144,15 @@ impl WorkflowLibrary {
         let mut names: Vec<String> = entries
             .filter_map(Result::ok)
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|f| f.strip_suffix(".json").map(str::to_string))
+            .filter_map(|f| {
+                f.strip_suffix(".json")
+                    .or_else(|| f.strip_suffix(".pflow.md"))
+                    .map(str::to_string)
+            })
+            .filter(|name| valid_name(name))
             .collect();
         names.sort();
+        names.dedup();
         names
             .into_iter()
             .filter_map(|name| match self.load(&name) {
@@ -150,7 +192,9 @@ impl WorkflowLibrary {
         if !valid_name(name) {
             return Err(self.not_found(name));
         }
-        let path = self.path_of(name);
+        let json = self.path_of(name);
+        let markdown = self.dir.join(format!("{name}.pflow.md"));
+        let path = if json.exists() { json } else { markdown };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(self.not_found(name)),
@@ -161,10 +205,121 @@ impl WorkflowLibrary {
                 })
             }
         };
-        serde_json::from_str(&text).map_err(|e| LibraryError::Unreadable {
-            path,
+        let unreadable = |message: String| LibraryError::Unreadable {
+            path: path.clone(),
+            message,
+        };
+        let meta = self.meta(name);
+        let mut saved = if path.extension().is_some_and(|e| e == "json") {
+            serde_json::from_str::<SavedWorkflow>(&text).map_err(|e| unreadable(e.to_string()))?
+        } else {
+            let document =
+                pflow_ir::markdown::parse_markdown(&text).map_err(|e| unreadable(e.to_string()))?;
+            SavedWorkflow {
+                name: name.to_string(),
+                description: document.description.or(document.title).unwrap_or_default(),
+                ir: document.ir,
+                created_at: meta.created_at,
+                updated_at: meta.updated_at,
+                request: None,
+                run_count: 0,
+                last_run: None,
+                path: PathBuf::new(),
+            }
+        };
+        if let Some(description) = meta.description {
+            saved.description = description;
+        }
+        saved.run_count = meta.run_count;
+        saved.last_run = meta.last_run;
+        saved.path = path;
+        Ok(saved)
+    }
+
+    fn meta_path(&self, name: &str) -> PathBuf {
+        self.dir.join(".meta").join(format!("{name}.json"))
+    }
+
+    fn meta(&self, name: &str) -> Meta {
+        std::fs::read(self.meta_path(name))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    fn write_meta(&self, name: &str, meta: &Meta) -> Result<(), LibraryError> {
+        write_atomically(
+            &self.meta_path(name),
+            &serde_json::to_string_pretty(meta).unwrap_or_default(),
+        )
+    }
+
+    /// Saves a `.pflow.md` document as written (the text is checked first), under `name`;
+    /// `replace` allows overwriting a saved workflow of that name.
+    pub fn save_document(
+        &self,
+        name: &str,
+        text: &str,
+        description: Option<&str>,
+        replace: bool,
+    ) -> Result<PathBuf, LibraryError> {
+        if !valid_name(name) {
+            return Err(LibraryError::BadName(name.to_string()));
+        }
+        let path = self.dir.join(format!("{name}.pflow.md"));
+        let existing = self.load(name).ok();
+        if existing.is_some() && !replace {
+            return Err(LibraryError::Exists(name.to_string()));
+        }
+        if let Some(other) = existing.filter(|e| e.path != path) {
+            let _ = std::fs::remove_file(&other.path);
+        }
+        write_atomically(&path, text)?;
+        let mut meta = self.meta(name);
+        let now = now();
+        if meta.created_at == 0 {
+            meta.created_at = now;
+        }
+        meta.updated_at = now;
+        meta.description = description.map(str::to_string);
+        self.write_meta(name, &meta)?;
+        Ok(path)
+    }
+
+    /// Deletes a saved workflow and what is recorded about it.
+    pub fn delete(&self, name: &str) -> Result<PathBuf, LibraryError> {
+        let saved = self.load(name)?;
+        std::fs::remove_file(&saved.path).map_err(|e| LibraryError::Unwritable {
+            path: saved.path.clone(),
             message: e.to_string(),
-        })
+        })?;
+        let _ = std::fs::remove_file(self.meta_path(name));
+        Ok(saved.path)
+    }
+
+    /// Counts a run of the saved workflow `name`.
+    pub fn record_run(&self, name: &str) {
+        let mut meta = self.meta(name);
+        meta.run_count += 1;
+        meta.last_run = Some(now());
+        if let Err(error) = self.write_meta(name, &meta) {
+            tracing::warn!("{error}");
+        }
+    }
+
+    /// The saved workflow whose file is `path`, if it is one.
+    pub fn name_of(&self, path: &Path) -> Option<String> {
+        let (dir, file) = (
+            path.parent()?.canonicalize().ok()?,
+            path.file_name()?.to_str()?,
+        );
+        if dir != self.dir.canonicalize().ok()? {
+            return None;
+        }
+        let name = file
+            .strip_suffix(".json")
+            .or_else(|| file.strip_suffix(".pflow.md"))?;
+        valid_name(name).then(|| name.to_string())
     }
 
     fn not_found(&self, name: &str) -> LibraryError {
@@ -191,10 +346,7 @@ impl WorkflowLibrary {
             message: e.to_string(),
         };
         std::fs::create_dir_all(&self.dir).map_err(|e| unwritable(&self.dir, e))?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = now();
         let mut chosen = name.to_string();
         let mut created_at = now;
         for suffix in 2.. {
@@ -215,17 +367,33 @@ impl WorkflowLibrary {
             created_at,
             updated_at: now,
             request: request.map(str::to_string),
+            run_count: 0,
+            last_run: None,
+            path: PathBuf::new(),
         };
         let path = self.path_of(&chosen);
         let text = serde_json::to_string_pretty(&saved).unwrap_or_default();
-        // Written aside and renamed, so that a reader never sees half a file.
-        let partial = self
-            .dir
-            .join(format!(".{chosen}.json.{}", std::process::id()));
-        std::fs::write(&partial, text + "\n").map_err(|e| unwritable(&partial, e))?;
-        std::fs::rename(&partial, &path).map_err(|e| unwritable(&path, e))?;
+        write_atomically(&path, &(text + "\n"))?;
         Ok((chosen, path))
     }
+}
+
+/// Written aside and renamed, so that a reader never sees half a file.
+fn write_atomically(path: &Path, text: &str) -> Result<(), LibraryError> {
+    let unwritable = |path: &Path, e: std::io::Error| LibraryError::Unwritable {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| unwritable(dir, e))?;
+    }
+    let partial = path.with_file_name(format!(
+        ".{}.{}",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&partial, text).map_err(|e| unwritable(&partial, e))?;
+    std::fs::rename(&partial, path).map_err(|e| unwritable(path, e))
 }
 
 fn suffixed(name: &str, suffix: u32) -> String {

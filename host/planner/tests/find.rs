@@ -132,9 +132,7 @@ fn the_intended_workflow_ranks_first_among_fifty() {
             name: name.clone(),
             description: description.clone(),
             ir: json!({"inputs": inputs, "nodes": nodes}),
-            created_at: 0,
-            updated_at: 0,
-            request: None,
+            ..Default::default()
         };
         std::fs::write(
             library.path_of(name),

@@ -1,0 +1,303 @@
+//! The saved-workflow library: `save`, `list`, `describe`, `delete` and `history`. These read
+//! and write files only: no engine, no plugins.
+
+use crate::{exit, OutputFormat};
+use anyhow::{bail, Result};
+use clap::Args;
+use pflow_planner::library::{kebab, SavedWorkflow, WorkflowLibrary};
+use pflow_runtime::home::PflowHome;
+use pflow_runtime::runs::Runs;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct SaveArgs {
+    /// The workflow file (`.pflow.md` or JSON IR).
+    file: PathBuf,
+    /// The name to save it under (default: the file's name, in kebab-case).
+    #[arg(long)]
+    name: Option<String>,
+    /// What it does (default: the workflow's own description).
+    #[arg(long)]
+    description: Option<String>,
+    /// Replace a saved workflow of the same name.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only workflows whose name or description holds every one of these words.
+    keywords: Vec<String>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+}
+
+#[derive(Args)]
+pub struct NameArgs {
+    /// A saved workflow's name (or, for describe, a workflow file).
+    name: String,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+}
+
+pub fn library(home: &PflowHome) -> WorkflowLibrary {
+    WorkflowLibrary::new(home.root().join("workflows"))
+}
+
+pub fn save(home: &PflowHome, args: SaveArgs) -> Result<u8> {
+    let text = crate::workflow_file::read(&args.file)?;
+    // Checked as `run` would read it: a broken workflow is not saved.
+    let workflow = crate::workflow_file::parse(&args.file, &text)?;
+    let file_name = args.file.file_name().unwrap_or_default().to_string_lossy();
+    let stem = file_name
+        .strip_suffix(".pflow.md")
+        .or_else(|| file_name.strip_suffix(".json"))
+        .or_else(|| file_name.strip_suffix(".md"))
+        .unwrap_or(&file_name);
+    let name = args.name.clone().unwrap_or_else(|| kebab(stem));
+    let library = library(home);
+    let exists = library.load(&name).is_ok();
+    if exists && !args.force {
+        bail!("a workflow named '{name}' is already saved: give another --name, or --force to replace it");
+    }
+    let is_json = crate::workflow_file::is_json(&args.file)
+        || !pflow_ir::markdown::looks_like_markdown(&text);
+    let path = if is_json {
+        if exists {
+            library.delete(&name)?;
+        }
+        let description = args
+            .description
+            .clone()
+            .or_else(|| {
+                serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v["description"].as_str().map(str::to_string))
+            })
+            .unwrap_or_default();
+        let ir = serde_json::to_value(&workflow)?;
+        library.save(&name, &description, &ir, None)?.1
+    } else {
+        library.save_document(&name, &text, args.description.as_deref(), args.force)?
+    };
+    eprintln!("Saved '{name}': {}", path.display());
+    eprintln!(
+        "Run it with: pflow-host {name}{}",
+        example_inputs(&serde_json::to_value(&workflow)?)
+    );
+    Ok(0)
+}
+
+/// ` input=...` for each required input without a default.
+fn example_inputs(ir: &Value) -> String {
+    ir["inputs"]
+        .as_object()
+        .map(|inputs| {
+            inputs
+                .iter()
+                .filter(|(_, spec)| spec["required"] != false && spec.get("default").is_none())
+                .map(|(name, _)| format!(" {name}=..."))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn summary(saved: &SavedWorkflow) -> Value {
+    let mut types: Vec<&str> = Vec::new();
+    for node_type in saved.ir["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["type"].as_str())
+    {
+        if !types.contains(&node_type) {
+            types.push(node_type);
+        }
+    }
+    json!({
+        "name": saved.name,
+        "description": saved.description,
+        "inputs": saved.ir.get("inputs").cloned().unwrap_or(json!({})),
+        "outputs": saved.ir.get("outputs").cloned().unwrap_or(json!({})),
+        "node_types": types,
+        "created_at": saved.created_at,
+        "updated_at": saved.updated_at,
+        "run_count": saved.run_count,
+        "last_run": saved.last_run,
+        "path": saved.path,
+    })
+}
+
+pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
+    let words: Vec<String> = args.keywords.iter().map(|w| w.to_lowercase()).collect();
+    let saved: Vec<SavedWorkflow> = library(home)
+        .list()
+        .into_iter()
+        .filter(|s| {
+            let text = format!("{} {}", s.name, s.description).to_lowercase();
+            words.iter().all(|w| text.contains(w.as_str()))
+        })
+        .collect();
+    if args.output_format == OutputFormat::Json {
+        let list: Vec<Value> = saved.iter().map(summary).collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(0);
+    }
+    if saved.is_empty() {
+        eprintln!(
+            "No saved workflows{}.",
+            if words.is_empty() { "" } else { " match" }
+        );
+    }
+    let width = saved.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for s in &saved {
+        println!(
+            "{:width$}  {:>4} runs  {}",
+            s.name, s.run_count, s.description
+        );
+    }
+    Ok(0)
+}
+
+pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
+    let given = PathBuf::from(&args.name);
+    let saved = if given.is_file() {
+        let text = crate::workflow_file::read(&given)?;
+        let workflow = crate::workflow_file::parse(&given, &text)?;
+        let description = pflow_ir::markdown::parse_markdown(&text)
+            .ok()
+            .and_then(|d| d.description.or(d.title))
+            .unwrap_or_default();
+        SavedWorkflow {
+            name: args.name.clone(),
+            description,
+            ir: serde_json::to_value(&workflow)?,
+            path: given,
+            ..Default::default()
+        }
+    } else {
+        match library(home).load(&args.name) {
+            Ok(saved) => saved,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return Ok(exit::CANNOT_START);
+            }
+        }
+    };
+    let document = summary(&saved);
+    if args.output_format == OutputFormat::Json {
+        let mut document = document;
+        document["example"] = json!(format!(
+            "pflow-host {}{}",
+            saved.name,
+            example_inputs(&saved.ir)
+        ));
+        println!("{}", serde_json::to_string_pretty(&document)?);
+        return Ok(0);
+    }
+    println!("{}: {}", saved.name, saved.description);
+    for (title, field) in [("inputs", "inputs"), ("outputs", "outputs")] {
+        let Some(entries) = document[field].as_object().filter(|e| !e.is_empty()) else {
+            continue;
+        };
+        println!("  {title}:");
+        for (name, spec) in entries {
+            let mut facts = vec![spec["type"].as_str().unwrap_or("any").to_string()];
+            if field == "inputs" {
+                match spec.get("default") {
+                    Some(default) => facts.push(format!("default {default}")),
+                    None if spec["required"] != false => facts.push("required".to_string()),
+                    None => facts.push("optional".to_string()),
+                }
+            }
+            println!(
+                "    {name} ({}): {}",
+                facts.join(", "),
+                spec["description"].as_str().unwrap_or("")
+            );
+        }
+    }
+    println!(
+        "  node types: {}",
+        document["node_types"]
+            .as_array()
+            .map(|t| t
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", "))
+            .unwrap_or_default()
+    );
+    println!(
+        "  run: pflow-host {}{}",
+        saved.name,
+        example_inputs(&saved.ir)
+    );
+    Ok(0)
+}
+
+pub fn delete(home: &PflowHome, args: NameArgs) -> Result<u8> {
+    match library(home).delete(&args.name) {
+        Ok(path) => {
+            eprintln!("Deleted '{}' ({})", args.name, path.display());
+            Ok(0)
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            Ok(exit::CANNOT_START)
+        }
+    }
+}
+
+/// The runs of a saved workflow, newest first.
+pub fn history(home: &PflowHome, args: NameArgs) -> Result<u8> {
+    let saved = match library(home).load(&args.name) {
+        Ok(saved) => saved,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(exit::CANNOT_START);
+        }
+    };
+    let real = saved.path.canonicalize().unwrap_or(saved.path.clone());
+    let mut runs: Vec<_> = Runs::new(home.runs_dir())
+        .list()
+        .into_iter()
+        .filter(|c| {
+            c.meta
+                .workflow_path
+                .as_ref()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p == real)
+        })
+        .collect();
+    runs.sort_by(|a, b| b.meta.started_at.total_cmp(&a.meta.started_at));
+    if args.output_format == OutputFormat::Json {
+        let list: Vec<Value> = runs
+            .iter()
+            .map(|c| {
+                json!({
+                    "run_id": c.meta.run_id,
+                    "status": c.meta.status,
+                    "started_at": c.meta.started_at,
+                    "inputs": c.meta.inputs,
+                    "completed_nodes": c.state.execution.completed_nodes.len(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        eprintln!("'{}' has not run yet.", saved.name);
+    }
+    for c in &runs {
+        println!(
+            "{}  {:?}  {} node(s) completed",
+            c.meta.run_id,
+            c.meta.status,
+            c.state.execution.completed_nodes.len()
+        );
+    }
+    Ok(0)
+}
