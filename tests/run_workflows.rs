@@ -425,3 +425,45 @@ fn the_library_saves_lists_describes_and_counts_runs() {
     assert_eq!(home.run_args(&["delete", "top-words"]).code, 0);
     assert_eq!(home.run_args(&["describe", "top-words"]).code, 2);
 }
+
+/// `probe` runs one node dry by default: a shell node that writes a file leaves no file, and
+/// its output's paths and values can be read back by the execution id.
+#[test]
+fn a_dry_probe_leaves_no_file_and_its_fields_can_be_read() {
+    let home = TestHome::new();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("probed.txt");
+    let command = format!(
+        "command=echo '{{\"items\": [{{\"id\": 7}}]}}'; echo x > {}",
+        target.display()
+    );
+    let probe = home
+        .run_args(&["probe", "shell", &command, "--output-format", "json"])
+        .report();
+    assert_eq!(probe["mode"], "dry", "{probe}");
+    assert!(!target.exists(), "a dry probe wrote {}", target.display());
+    let paths: Vec<&str> = probe["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"probe.stdout.items[0].id"), "{paths:?}");
+    let id = probe["execution_id"].as_str().unwrap();
+    let read = home.run_args(&[
+        "read-fields",
+        id,
+        "probe.stdout.items[0].id",
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(
+        read.report()["probe.stdout.items[0].id"],
+        7,
+        "{}",
+        read.stderr
+    );
+    let live = home.run_args(&["probe", "shell", &command, "--live"]);
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    assert!(target.exists());
+}

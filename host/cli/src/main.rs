@@ -7,6 +7,7 @@ mod library_cmd;
 mod mcp_cmd;
 mod plan_cmd;
 mod plan_display;
+mod probe_cmd;
 mod registry_cmd;
 mod run_cmd;
 mod run_repair;
@@ -72,6 +73,10 @@ enum Command {
     Delete(library_cmd::NameArgs),
     /// The runs of a saved workflow, newest first.
     History(library_cmd::NameArgs),
+    /// Run one node in the sandbox (dry unless --live) and show the paths of its real output.
+    Probe(probe_cmd::ProbeArgs),
+    /// Values at paths of a probe's or a run's output: `read-fields EXEC_ID probe.response.id`.
+    ReadFields(probe_cmd::ReadFieldsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -146,6 +151,8 @@ fn main() -> ExitCode {
         Some(Command::Describe(args)) => library_cmd::describe(&PflowHome::from_env(), args),
         Some(Command::Delete(args)) => library_cmd::delete(&PflowHome::from_env(), args),
         Some(Command::History(args)) => library_cmd::history(&PflowHome::from_env(), args),
+        Some(Command::Probe(args)) => open().and_then(|host| probe_cmd::probe(&host, args)),
+        Some(Command::ReadFields(args)) => probe_cmd::read_fields(&PflowHome::from_env(), args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
