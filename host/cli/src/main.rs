@@ -3,6 +3,7 @@
 mod builtins;
 mod display;
 mod find_cmd;
+mod guide_cmd;
 mod library_cmd;
 mod mcp_cmd;
 mod plan_cmd;
@@ -73,6 +74,9 @@ enum Command {
     Delete(library_cmd::NameArgs),
     /// The runs of a saved workflow, newest first.
     History(library_cmd::NameArgs),
+    /// Instructions for agents: the format, templates, nodes, batch, control flow, dry runs,
+    /// the fix loop (`guide core batch`; all topics when none is named).
+    Guide(guide_cmd::GuideArgs),
     /// Run one node in the sandbox (dry unless --live) and show the paths of its real output.
     Probe(probe_cmd::ProbeArgs),
     /// Values at paths of a probe's or a run's output: `read-fields EXEC_ID probe.response.id`.
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Some(Command::Describe(args)) => library_cmd::describe(&PflowHome::from_env(), args),
         Some(Command::Delete(args)) => library_cmd::delete(&PflowHome::from_env(), args),
         Some(Command::History(args)) => library_cmd::history(&PflowHome::from_env(), args),
+        Some(Command::Guide(args)) => guide_cmd::run(args),
         Some(Command::Probe(args)) => open().and_then(|host| probe_cmd::probe(&host, args)),
         Some(Command::ReadFields(args)) => probe_cmd::read_fields(&PflowHome::from_env(), args),
     };
