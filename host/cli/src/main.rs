@@ -10,6 +10,7 @@ mod plan_cmd;
 mod plan_display;
 mod probe_cmd;
 mod registry_cmd;
+mod report_cmd;
 mod run_cmd;
 mod run_repair;
 mod runs_cmd;
@@ -79,6 +80,10 @@ enum Command {
     Guide(guide_cmd::GuideArgs),
     /// Run one node in the sandbox (dry unless --live) and show the paths of its real output.
     Probe(probe_cmd::ProbeArgs),
+    /// A run as a readable report: each node's status, time, error and LLM usage.
+    Report(report_cmd::ReportArgs),
+    /// A workflow as a Mermaid flowchart.
+    Mermaid(report_cmd::MermaidArgs),
     /// Values at paths of a probe's or a run's output: `read-fields EXEC_ID probe.response.id`.
     ReadFields(probe_cmd::ReadFieldsArgs),
 }
@@ -156,6 +161,8 @@ fn main() -> ExitCode {
         Some(Command::Delete(args)) => library_cmd::delete(&PflowHome::from_env(), args),
         Some(Command::History(args)) => library_cmd::history(&PflowHome::from_env(), args),
         Some(Command::Guide(args)) => guide_cmd::run(args),
+        Some(Command::Report(args)) => report_cmd::report(&PflowHome::from_env(), args),
+        Some(Command::Mermaid(args)) => report_cmd::mermaid(args),
         Some(Command::Probe(args)) => open().and_then(|host| probe_cmd::probe(&host, args)),
         Some(Command::ReadFields(args)) => probe_cmd::read_fields(&PflowHome::from_env(), args),
     };
