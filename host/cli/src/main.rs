@@ -6,6 +6,7 @@ mod find_cmd;
 mod guide_cmd;
 mod library_cmd;
 mod mcp_cmd;
+mod mcp_serve;
 mod plan_cmd;
 mod plan_display;
 mod probe_cmd;
@@ -148,6 +149,7 @@ fn main() -> ExitCode {
         }),
         Some(Command::Run(args)) => open().and_then(|host| run_cmd::run(&host, args)),
         Some(Command::Validate(args)) => open().and_then(|host| validate_cmd::run(&host, args)),
+        Some(Command::Mcp(mcp_cmd::McpCommand::Serve)) => open().and_then(mcp_serve::serve),
         Some(Command::Mcp(command)) => open().and_then(|host| mcp_cmd::run(&host, command)),
         Some(Command::Registry(command)) => {
             open().and_then(|host| registry_cmd::run(&host, command))
