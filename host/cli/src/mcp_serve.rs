@@ -47,6 +47,18 @@ fn tools() -> Vec<Tool> {
         )
         .with_annotations(read_only.clone()),
         Tool::new(
+            "registry_find",
+            "Node types ranked for what a step should do, best first.",
+            schema(json!({"query": {"type": "string"}}), &["query"]),
+        )
+        .with_annotations(read_only.clone()),
+        Tool::new(
+            "registry_describe",
+            "One node type: its params, outputs and capabilities.",
+            schema(json!({"type": {"type": "string"}}), &["type"]),
+        )
+        .with_annotations(read_only.clone()),
+        Tool::new(
             "guide",
             "Instructions for building workflows: topics core, batch, control-flow, dry-and-live, fix-loop.",
             schema(json!({"topics": {"type": "array", "items": {"type": "string"}}}), &[]),
@@ -61,9 +73,11 @@ impl PflowServer {
         match name {
             "workflow_validate" => {
                 let report = match arguments.get("workflow") {
-                    Some(Value::Object(ir)) => {
-                        pflow_validate::validate(&Value::Object(ir.clone()), &self.host.registry, None)
-                    }
+                    Some(Value::Object(ir)) => pflow_validate::validate(
+                        &Value::Object(ir.clone()),
+                        &self.host.registry,
+                        None,
+                    ),
                     Some(Value::String(text)) => {
                         let text = match std::path::Path::new(text).is_file() {
                             true => std::fs::read_to_string(text).map_err(|e| e.to_string())?,
@@ -77,17 +91,41 @@ impl PflowServer {
             }
             "workflow_find" => {
                 let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
-                Ok(json!(library
+                Ok(json!({"matches": library
                     .find(query)
                     .into_iter()
                     .map(|(s, score)| json!({"name": s.name, "description": s.description, "score": score}))
-                    .collect::<Vec<_>>()))
+                    .collect::<Vec<_>>()}))
             }
-            "workflow_list" => Ok(json!(library
+            "workflow_list" => Ok(json!({"workflows": library
                 .list()
                 .into_iter()
                 .map(|s| json!({"name": s.name, "description": s.description, "inputs": s.ir.get("inputs")}))
-                .collect::<Vec<_>>())),
+                .collect::<Vec<_>>()})),
+            "registry_find" => {
+                let query = arguments.get("query").and_then(Value::as_str).unwrap_or("");
+                Ok(
+                    json!({"matches": crate::registry_cmd::ranked(&self.host, query, 10)
+                    .into_iter()
+                    .map(|(name, description, score)| json!({"type": name, "description": description, "score": score}))
+                    .collect::<Vec<_>>()}),
+                )
+            }
+            "registry_describe" => {
+                let wanted = arguments.get("type").and_then(Value::as_str).unwrap_or("");
+                self.host
+                    .registry
+                    .specs()
+                    .find(|(spec, _)| spec.name == wanted)
+                    .map(|(spec, _)| serde_json::to_value(spec).unwrap_or_default())
+                    .ok_or_else(|| {
+                        let close = pflow_ir::closest(wanted, self.host.registry.types());
+                        format!(
+                            "Unknown node type '{wanted}'. Did you mean: {}?",
+                            close.join(", ")
+                        )
+                    })
+            }
             "guide" => {
                 let wanted: Vec<&str> = arguments
                     .get("topics")

@@ -102,8 +102,9 @@ struct Listed {
     document: serde_json::Value,
 }
 
-/// Node types ranked for `query` over their name (weighted most), description and params.
-fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
+/// Node types ranked for `query` over their name (weighted most), description and params,
+/// best first, as (type, description, score).
+pub fn ranked(host: &Host, query: &str, limit: usize) -> Vec<(String, String, f64)> {
     let specs: Vec<_> = host.registry.specs().map(|(spec, _)| spec).collect();
     let params: Vec<String> = specs
         .iter()
@@ -123,14 +124,23 @@ fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> 
                 (params.as_str(), 0.5),
             ]
         }));
-    let matches: Vec<_> = ranker.rank(query).into_iter().take(limit).collect();
+    ranker
+        .rank(query)
+        .into_iter()
+        .take(limit)
+        .map(|(i, score)| (specs[i].name.clone(), specs[i].description.clone(), score))
+        .collect()
+}
+
+fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
+    let matches = ranked(host, query, limit);
     if output_format == OutputFormat::Json {
         let list: Vec<_> = matches
             .iter()
-            .map(|&(i, score)| {
+            .map(|(name, description, score)| {
                 json!({
-                    "type": specs[i].name,
-                    "description": specs[i].description,
+                    "type": name,
+                    "description": description,
                     "score": (score * 1000.0).round() / 1000.0,
                 })
             })
@@ -143,14 +153,11 @@ fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> 
     }
     let width = matches
         .iter()
-        .map(|&(i, _)| specs[i].name.len())
+        .map(|(name, _, _)| name.len())
         .max()
         .unwrap_or(0);
-    for &(i, score) in &matches {
-        println!(
-            "{:width$}  {score:5.2}  {}",
-            specs[i].name, specs[i].description
-        );
+    for (name, description, score) in &matches {
+        println!("{name:width$}  {score:5.2}  {description}");
     }
     Ok(0)
 }
