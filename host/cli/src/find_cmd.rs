@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use pflow_planner::library::WorkflowLibrary;
 use pflow_runtime::home::PflowHome;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[derive(Args)]
 pub struct FindArgs {
@@ -19,34 +19,42 @@ pub struct FindArgs {
     output_format: OutputFormat,
 }
 
-pub fn run(home: &PflowHome, args: FindArgs) -> Result<u8> {
-    let library = WorkflowLibrary::new(home.root().join("workflows"));
-    let matches: Vec<_> = library
-        .find(&args.query)
+/// The saved workflows that match `query`, best first, as `find --output-format json` and the
+/// MCP tool give them.
+pub fn matches(home: &PflowHome, query: &str, limit: usize) -> Vec<Value> {
+    WorkflowLibrary::new(home.root().join("workflows"))
+        .find(query)
         .into_iter()
-        .take(args.limit)
-        .collect();
-    if args.output_format == OutputFormat::Json {
-        let list: Vec<_> = matches
-            .iter()
-            .map(|(saved, score)| {
-                json!({
-                    "name": saved.name,
-                    "description": saved.description,
-                    "score": (score * 1000.0).round() / 1000.0,
-                })
+        .take(limit)
+        .map(|(saved, score)| {
+            json!({
+                "name": saved.name,
+                "description": saved.description,
+                "score": (score * 1000.0).round() / 1000.0,
             })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        })
+        .collect()
+}
+
+pub fn run(home: &PflowHome, args: FindArgs) -> Result<u8> {
+    let matches = matches(home, &args.query, args.limit);
+    if args.output_format == OutputFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&matches)?);
         return Ok(0);
     }
     if matches.is_empty() {
         eprintln!("No saved workflow matches '{}'.", args.query);
         return Ok(0);
     }
-    let width = matches.iter().map(|(s, _)| s.name.len()).max().unwrap_or(0);
-    for (saved, score) in &matches {
-        println!("{:width$}  {score:5.2}  {}", saved.name, saved.description);
+    let name = |m: &Value| m["name"].as_str().unwrap_or_default().to_string();
+    let width = matches.iter().map(|m| name(m).len()).max().unwrap_or(0);
+    for m in &matches {
+        println!(
+            "{:width$}  {:5.2}  {}",
+            name(m),
+            m["score"].as_f64().unwrap_or_default(),
+            m["description"].as_str().unwrap_or_default()
+        );
     }
     Ok(0)
 }

@@ -56,37 +56,58 @@ pub fn save(home: &PflowHome, args: SaveArgs) -> Result<u8> {
         .or_else(|| file_name.strip_suffix(".md"))
         .unwrap_or(&file_name);
     let name = args.name.clone().unwrap_or_else(|| kebab(stem));
-    let library = library(home);
-    let exists = library.load(&name).is_ok();
-    if exists && !args.force {
-        bail!("a workflow named '{name}' is already saved: give another --name, or --force to replace it");
-    }
-    let is_json = crate::workflow_file::is_json(&args.file)
+    let as_json = crate::workflow_file::is_json(&args.file)
         || !pflow_ir::markdown::looks_like_markdown(&text);
-    let path = if is_json {
-        if exists {
-            library.delete(&name)?;
-        }
-        let description = args
-            .description
-            .clone()
-            .or_else(|| {
-                serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|v| v["description"].as_str().map(str::to_string))
-            })
-            .unwrap_or_default();
-        let ir = serde_json::to_value(&workflow)?;
-        library.save(&name, &description, &ir, None)?.1
-    } else {
-        library.save_document(&name, &text, args.description.as_deref(), args.force)?
+    let document = Document {
+        text: &text,
+        as_json,
+        workflow: &workflow,
     };
+    let path = save_document(home, document, &name, args.description, args.force)?;
     eprintln!("Saved '{name}': {}", path.display());
     eprintln!(
         "Run it with: pflow-host {name}{}",
         example_inputs(&serde_json::to_value(&workflow)?)
     );
     Ok(0)
+}
+
+/// A workflow to save: its text as written, and the workflow read from it.
+pub struct Document<'a> {
+    pub text: &'a str,
+    /// JSON (saved as the IR) rather than `.pflow.md` (saved as written).
+    pub as_json: bool,
+    pub workflow: &'a pflow_ir::Workflow,
+}
+
+/// Saves `document` as `name`; the description defaults to the document's own.
+pub fn save_document(
+    home: &PflowHome,
+    document: Document<'_>,
+    name: &str,
+    description: Option<String>,
+    force: bool,
+) -> Result<PathBuf> {
+    let library = library(home);
+    let exists = library.load(name).is_ok();
+    if exists && !force {
+        bail!("a workflow named '{name}' is already saved: choose another name, or force to replace it");
+    }
+    if !document.as_json {
+        return Ok(library.save_document(name, document.text, description.as_deref(), force)?);
+    }
+    if exists {
+        library.delete(name)?;
+    }
+    let description = description
+        .or_else(|| {
+            serde_json::from_str::<Value>(document.text)
+                .ok()
+                .and_then(|v| v["description"].as_str().map(str::to_string))
+        })
+        .unwrap_or_default();
+    let ir = serde_json::to_value(document.workflow)?;
+    Ok(library.save(name, &description, &ir, None)?.1)
 }
 
 /// ` input=...` for each required input without a default.
@@ -103,7 +124,18 @@ fn example_inputs(ir: &Value) -> String {
         .unwrap_or_default()
 }
 
-fn summary(saved: &SavedWorkflow) -> Value {
+/// What `describe` tells: the summary and an example command.
+pub fn described(saved: &SavedWorkflow) -> Value {
+    let mut document = summary(saved);
+    document["example"] = json!(format!(
+        "pflow-host {}{}",
+        saved.name,
+        example_inputs(&saved.ir)
+    ));
+    document
+}
+
+pub fn summary(saved: &SavedWorkflow) -> Value {
     let mut types: Vec<&str> = Vec::new();
     for node_type in saved.ir["nodes"]
         .as_array()
@@ -129,16 +161,21 @@ fn summary(saved: &SavedWorkflow) -> Value {
     })
 }
 
-pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
-    let words: Vec<String> = args.keywords.iter().map(|w| w.to_lowercase()).collect();
-    let saved: Vec<SavedWorkflow> = library(home)
+/// The saved workflows whose name or description holds every one of `keywords`.
+pub fn listed(home: &PflowHome, keywords: &[String]) -> Vec<SavedWorkflow> {
+    let words: Vec<String> = keywords.iter().map(|w| w.to_lowercase()).collect();
+    library(home)
         .list()
         .into_iter()
         .filter(|s| {
             let text = format!("{} {}", s.name, s.description).to_lowercase();
             words.iter().all(|w| text.contains(w.as_str()))
         })
-        .collect();
+        .collect()
+}
+
+pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
+    let saved = listed(home, &args.keywords);
     if args.output_format == OutputFormat::Json {
         let list: Vec<Value> = saved.iter().map(summary).collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
@@ -147,7 +184,11 @@ pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
     if saved.is_empty() {
         eprintln!(
             "No saved workflows{}.",
-            if words.is_empty() { "" } else { " match" }
+            if args.keywords.is_empty() {
+                ""
+            } else {
+                " match"
+            }
         );
     }
     let width = saved.iter().map(|s| s.name.len()).max().unwrap_or(0);
@@ -185,14 +226,8 @@ pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
             }
         }
     };
-    let document = summary(&saved);
+    let document = described(&saved);
     if args.output_format == OutputFormat::Json {
-        let mut document = document;
-        document["example"] = json!(format!(
-            "pflow-host {}{}",
-            saved.name,
-            example_inputs(&saved.ir)
-        ));
         println!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(0);
     }

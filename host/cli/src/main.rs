@@ -149,7 +149,9 @@ fn main() -> ExitCode {
         }),
         Some(Command::Run(args)) => open().and_then(|host| run_cmd::run(&host, args)),
         Some(Command::Validate(args)) => open().and_then(|host| validate_cmd::run(&host, args)),
-        Some(Command::Mcp(mcp_cmd::McpCommand::Serve)) => open().and_then(mcp_serve::serve),
+        Some(Command::Mcp(mcp_cmd::McpCommand::Serve(args))) => {
+            open().and_then(|host| mcp_serve::serve(host, args))
+        }
         Some(Command::Mcp(command)) => open().and_then(|host| mcp_cmd::run(&host, command)),
         Some(Command::Registry(command)) => {
             open().and_then(|host| registry_cmd::run(&host, command))

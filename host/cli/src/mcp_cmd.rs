@@ -29,8 +29,9 @@ pub enum McpCommand {
         #[arg(last = true)]
         command: Vec<String>,
     },
-    /// Serve pflow-host's own tools to an agent, as an MCP server over stdio.
-    Serve,
+    /// Serve pflow-host's own tools to an agent as an MCP server (stdio, or Streamable HTTP
+    /// with --http).
+    Serve(crate::mcp_serve::ServeArgs),
     /// The configured servers.
     List {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -96,7 +97,9 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             Ok(0)
         }
         // main hands the host to the server itself (`mcp_serve::serve` owns it).
-        McpCommand::Serve => crate::mcp_serve::serve_borrowed(),
+        McpCommand::Serve(_) => {
+            bail!("mcp serve needs the host to itself; run `pflow-host mcp serve`")
+        }
         McpCommand::List { output_format } => {
             let file = load()?;
             let tools = ToolsFile::load(&tools_path);

@@ -181,12 +181,12 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
     let mut run_progress = display::Progress::new(!json_output);
     let recorded = crate::run_cmd::run_recorded(
         host,
-        &workflow,
-        saved_path.clone(),
-        output.execution_params.clone(),
-        None,
+        crate::run_cmd::Recorded {
+            inputs: output.execution_params.clone(),
+            ..crate::run_cmd::Recorded::new(&workflow, saved_path.clone())
+        },
         &cancel,
-        &mut run_progress,
+        &mut |event| run_progress.event(event),
     );
     run_progress.finish();
     let (report, run_id) = match recorded {

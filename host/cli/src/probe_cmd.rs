@@ -2,14 +2,17 @@
 //! to learn what it really returns: the template paths of its output with their types and
 //! sizes, under an execution id that `read-fields` reads values from.
 
+use crate::run_cmd::{run_recorded, Recorded};
 use crate::{exit, OutputFormat};
 use anyhow::{bail, Result};
 use clap::Args;
 use pflow_ir::template::Template;
 use pflow_ir::Workflow;
-use pflow_runtime::dry::DryRun;
-use pflow_runtime::runs::{self, Recorder, RunMeta, RunStatus, Runs};
-use pflow_runtime::Host;
+use pflow_runtime::dry::{DryRun, Effect, Skipped};
+use pflow_runtime::home::PflowHome;
+use pflow_runtime::runs::{Runs, RunsError};
+use pflow_runtime::{CancelToken, Host, NodeFailure, Status};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -56,88 +59,114 @@ fn params_of(pairs: &[String]) -> Result<Map<String, Value>> {
     Ok(params)
 }
 
-pub fn probe(host: &Host, args: ProbeArgs) -> Result<u8> {
-    let params = params_of(&args.params)?;
-    let ir = json!({"nodes": [{"id": NODE_ID, "type": args.node_type, "params": params}]});
+/// What a probe saw: the node's real output as template paths, and what a dry probe did not do.
+#[derive(Serialize)]
+pub struct Probe {
+    pub execution_id: String,
+    pub mode: &'static str,
+    pub status: Status,
+    pub error: Option<NodeFailure>,
+    pub paths: Vec<OutputPath>,
+    pub not_done: Vec<Skipped>,
+    pub would_change: Vec<Effect>,
+}
+
+#[derive(Serialize)]
+pub struct OutputPath {
+    pub path: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Characters, items or keys.
+    pub size: Option<usize>,
+}
+
+/// Why a probe did not run.
+pub enum ProbeRefused {
+    /// The node and its params fail static validation.
+    Invalid(pflow_validate::Report),
+    /// It could not start: the message says why.
+    Cannot(String),
+}
+
+/// Runs `node_type` with `params` as a one-node workflow, recorded like a run.
+pub fn run_probe(
+    host: &Host,
+    node_type: &str,
+    params: Map<String, Value>,
+    live: bool,
+    cancel: &CancelToken,
+) -> Result<Probe, ProbeRefused> {
+    let ir = json!({"nodes": [{"id": NODE_ID, "type": node_type, "params": params}]});
     let checked = pflow_validate::validate(&ir, &host.registry, None);
     if !checked.valid {
-        crate::validate_cmd::print_issues(&checked);
-        return Ok(exit::CANNOT_START);
+        return Err(ProbeRefused::Invalid(checked));
     }
-    let workflow = Workflow::from_value(ir)?;
-    let cancel = crate::signals::cancel_on_interrupt();
-    let mut executor = host.executor(&cancel);
-    let dry = (!args.live).then(|| Arc::new(DryRun::default()));
-    executor.dry = dry.clone();
-    let runs = Runs::new(host.home.runs_dir());
-    let state = executor.start(&workflow, Map::new())?;
-    let started_at = runs::now();
-    let meta = RunMeta {
-        run_id: Runs::new_id(),
-        status: RunStatus::Running,
-        workflow_path: None,
-        workflow: serde_json::to_value(&workflow)?,
-        inputs: Map::new(),
-        started_at,
-        updated_at: started_at,
+    let workflow = Workflow::from_value(ir).map_err(|e| ProbeRefused::Cannot(e.to_string()))?;
+    let dry = (!live).then(|| Arc::new(DryRun::default()));
+    let recorded = Recorded {
+        dry: dry.clone(),
+        ..Recorded::new(&workflow, None)
     };
-    let mut recorder = Recorder::start(&runs, meta, &state);
-    let report = executor.run_from(&workflow, state, None, &mut |_| {}, &mut |state, node| {
-        recorder.step(state, node)
-    })?;
-    recorder.finish(report.status, &report.state);
-    let execution = recorder.meta.run_id.clone();
-    let outputs = report
-        .state
-        .store
-        .get(NODE_ID)
-        .cloned()
-        .unwrap_or(Value::Null);
+    let (report, execution_id) = run_recorded(host, recorded, cancel, &mut |_| {})
+        .map_err(|e| ProbeRefused::Cannot(e.to_string()))?;
+    let outputs = report.state.store.get(NODE_ID).unwrap_or(&Value::Null);
     let mut paths = Vec::new();
-    walk(&outputs, NODE_ID, 0, &mut paths);
-    let skipped = dry.as_ref().map(|d| d.skipped()).unwrap_or_default();
-    let effects = dry.as_ref().map(|d| d.effects()).unwrap_or_default();
+    walk(outputs, NODE_ID, 0, &mut paths);
+    Ok(Probe {
+        execution_id,
+        mode: if live { "live" } else { "dry" },
+        status: report.status,
+        error: report.error,
+        paths,
+        not_done: dry.as_ref().map(|d| d.skipped()).unwrap_or_default(),
+        would_change: dry.as_ref().map(|d| d.effects()).unwrap_or_default(),
+    })
+}
+
+pub fn probe(host: &Host, args: ProbeArgs) -> Result<u8> {
+    let params = params_of(&args.params)?;
+    let cancel = crate::signals::cancel_on_interrupt();
+    let probe = match run_probe(host, &args.node_type, params, args.live, &cancel) {
+        Ok(probe) => probe,
+        Err(ProbeRefused::Invalid(checked)) => {
+            crate::validate_cmd::print_issues(&checked);
+            return Ok(exit::CANNOT_START);
+        }
+        Err(ProbeRefused::Cannot(error)) => {
+            eprintln!("error: {error}");
+            return Ok(exit::CANNOT_START);
+        }
+    };
     if args.output_format == OutputFormat::Json {
-        let paths: Vec<Value> = paths
-            .iter()
-            .map(|(path, kind, size)| json!({"path": path, "type": kind, "size": size}))
-            .collect();
-        let document = json!({
-            "execution_id": execution,
-            "mode": if args.live { "live" } else { "dry" },
-            "status": report.status,
-            "error": report.error,
-            "paths": paths,
-            "not_done": skipped,
-            "would_change": effects,
-        });
-        println!("{}", serde_json::to_string_pretty(&document)?);
-    } else {
-        let mode = if args.live { "live" } else { "dry" };
-        println!("execution {execution} ({mode}): {:?}", report.status);
-        if let Some(error) = &report.error {
-            println!("  error [{}]: {}", error.category, error.message);
-        }
-        for (path, kind, size) in &paths {
-            println!(
-                "  ${{{path}}}  {kind}{}",
-                size.map(|s| format!(" ({s})")).unwrap_or_default()
-            );
-        }
-        for skip in &skipped {
-            println!("  not done ({}): {}", skip.capability, skip.reason);
-        }
-        for effect in &effects {
-            println!("  would be {:?}: {}", effect.change, effect.path.display());
-        }
-        println!("Read values with: pflow-host read-fields {execution} {NODE_ID}.<path>");
+        println!("{}", serde_json::to_string_pretty(&probe)?);
+        return Ok(exit::of(probe.status));
     }
-    Ok(exit::of(report.status))
+    let execution = &probe.execution_id;
+    println!("execution {execution} ({}): {:?}", probe.mode, probe.status);
+    if let Some(error) = &probe.error {
+        println!("  error [{}]: {}", error.category, error.message);
+    }
+    for path in &probe.paths {
+        println!(
+            "  ${{{}}}  {}{}",
+            path.path,
+            path.kind,
+            path.size.map(|s| format!(" ({s})")).unwrap_or_default()
+        );
+    }
+    for skip in &probe.not_done {
+        println!("  not done ({}): {}", skip.capability, skip.reason);
+    }
+    for effect in &probe.would_change {
+        println!("  would be {:?}: {}", effect.change, effect.path.display());
+    }
+    println!("Read values with: pflow-host read-fields {execution} {NODE_ID}.<path>");
+    Ok(exit::of(probe.status))
 }
 
 /// Every path under `value` with its type and size (characters, items or keys), as template
 /// paths: objects by field, lists by their first item, JSON held in text walked into.
-fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<(String, String, Option<usize>)>) {
+fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<OutputPath>) {
     if out.len() >= MAX_PATHS {
         return;
     }
@@ -151,7 +180,11 @@ fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<(String, String, 
         Value::Object(map) => ("dict", Some(map.len())),
     };
     if depth > 0 {
-        out.push((path.to_string(), kind.to_string(), size));
+        out.push(OutputPath {
+            path: path.to_string(),
+            kind: kind.to_string(),
+            size,
+        });
     }
     if depth >= MAX_DEPTH {
         return;
@@ -172,7 +205,7 @@ fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<(String, String, 
                 serde_json::from_str::<Value>(text.trim())
             {
                 if let Some(last) = out.last_mut() {
-                    last.1 = "str (JSON)".to_string();
+                    last.kind = "str (JSON)".to_string();
                 }
                 match &parsed {
                     Value::Object(map) => {
@@ -193,18 +226,18 @@ fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<(String, String, 
     }
 }
 
-pub fn read_fields(host_home: &pflow_runtime::home::PflowHome, args: ReadFieldsArgs) -> Result<u8> {
-    let checkpoint = match Runs::new(host_home.runs_dir()).load(&args.execution) {
-        Ok(checkpoint) => checkpoint,
-        Err(error) => {
-            eprintln!("error: {error}");
-            return Ok(exit::CANNOT_START);
-        }
-    };
+/// The values at `paths` (`node.field[0].x`, with or without `${}`) of a probe's or a run's
+/// output, and a message for each path that has none.
+pub fn read_values(
+    home: &PflowHome,
+    execution: &str,
+    paths: &[String],
+) -> Result<(Map<String, Value>, Vec<String>), RunsError> {
+    let checkpoint = Runs::new(home.runs_dir()).load(execution)?;
     let store = &checkpoint.state.store;
     let mut values = Map::new();
-    let mut missing = false;
-    for path in &args.paths {
+    let mut missing = Vec::new();
+    for path in paths {
         let template = format!(
             "${{{}}}",
             path.trim_start_matches("${").trim_end_matches('}')
@@ -213,11 +246,22 @@ pub fn read_fields(host_home: &pflow_runtime::home::PflowHome, args: ReadFieldsA
             Ok(value) => {
                 values.insert(path.clone(), value);
             }
-            Err(error) => {
-                missing = true;
-                eprintln!("error: {}", error.message);
-            }
+            Err(error) => missing.push(error.message),
         }
+    }
+    Ok((values, missing))
+}
+
+pub fn read_fields(home: &PflowHome, args: ReadFieldsArgs) -> Result<u8> {
+    let (values, missing) = match read_values(home, &args.execution, &args.paths) {
+        Ok(read) => read,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return Ok(exit::CANNOT_START);
+        }
+    };
+    for message in &missing {
+        eprintln!("error: {message}");
     }
     if args.output_format == OutputFormat::Json {
         println!("{}", serde_json::to_string_pretty(&values)?);
@@ -229,5 +273,5 @@ pub fn read_fields(host_home: &pflow_runtime::home::PflowHome, args: ReadFieldsA
             }
         }
     }
-    Ok(if missing { exit::FAILED } else { 0 })
+    Ok(if missing.is_empty() { 0 } else { exit::FAILED })
 }

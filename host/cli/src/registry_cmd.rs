@@ -51,46 +51,51 @@ pub fn run(host: &Host, command: RegistryCommand) -> Result<u8> {
         RegistryCommand::Describe {
             node_type,
             output_format,
-        } => {
-            let Some(resolved) = host.registry.resolve(&node_type) else {
-                let close = pflow_ir::closest(&node_type, host.registry.types());
-                let hint = if close.is_empty() {
-                    String::new()
-                } else {
-                    format!(" Did you mean: {}?", close.join(", "))
-                };
-                eprintln!("error: Unknown node type: '{node_type}'.{hint}");
-                return Ok(crate::exit::CANNOT_START);
-            };
-            if let Some(plugin) = resolved
-                .component()
-                .filter(|_| resolved.mcp_tool().is_none())
-            {
-                let capabilities = capabilities_text(&plugin.spec.capabilities, &plugin.denied);
-                return describe(&plugin_json(plugin), &capabilities, output_format);
+        } => match described(host, &node_type) {
+            Ok((document, capabilities)) => describe(&document, &capabilities, output_format),
+            Err(message) => {
+                eprintln!("error: {message}");
+                Ok(crate::exit::CANNOT_START)
             }
-            let Some(tool) = resolved.mcp_tool() else {
-                let spec = host.registry.native_specs().find(|s| s.name == node_type);
-                return describe(&native_json(spec), NATIVE, output_format);
-            };
-            let document = json!({
-                "type": tool.spec.name,
-                "description": tool.spec.description,
-                "params": tool.spec.params,
-                "outputs": tool.spec.outputs,
-                "capabilities": tool.spec.capabilities,
-                "origin": "mcp",
-                "server": tool.server,
-                "tool": tool.tool,
-                "annotations": tool.annotations,
-            });
-            describe(
-                &document,
-                &capabilities_text(&tool.spec.capabilities, &[]),
-                output_format,
-            )
-        }
+        },
     }
+}
+
+/// One node type as `registry describe` shows it: the JSON document and its capabilities in
+/// words; or, for an unknown type, the error with the closest names.
+pub fn described(host: &Host, node_type: &str) -> Result<(serde_json::Value, String), String> {
+    let Some(resolved) = host.registry.resolve(node_type) else {
+        let close = pflow_ir::closest(node_type, host.registry.types());
+        let hint = if close.is_empty() {
+            String::new()
+        } else {
+            format!(" Did you mean: {}?", close.join(", "))
+        };
+        return Err(format!("Unknown node type: '{node_type}'.{hint}"));
+    };
+    if let Some(plugin) = resolved
+        .component()
+        .filter(|_| resolved.mcp_tool().is_none())
+    {
+        let capabilities = capabilities_text(&plugin.spec.capabilities, &plugin.denied);
+        return Ok((plugin_json(plugin), capabilities));
+    }
+    let Some(tool) = resolved.mcp_tool() else {
+        let spec = host.registry.native_specs().find(|s| s.name == node_type);
+        return Ok((native_json(spec), NATIVE.to_string()));
+    };
+    let document = json!({
+        "type": tool.spec.name,
+        "description": tool.spec.description,
+        "params": tool.spec.params,
+        "outputs": tool.spec.outputs,
+        "capabilities": tool.spec.capabilities,
+        "origin": "mcp",
+        "server": tool.server,
+        "tool": tool.tool,
+        "annotations": tool.annotations,
+    });
+    Ok((document, capabilities_text(&tool.spec.capabilities, &[])))
 }
 
 /// One line of `registry list`: a component or an MCP tool.

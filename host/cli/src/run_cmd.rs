@@ -9,12 +9,14 @@ use clap::Args;
 use pflow_ir::Workflow;
 use pflow_llm::Client;
 use pflow_planner::repair::RepairStatus;
+use pflow_runtime::dry::DryRun;
 use pflow_runtime::home::PflowHome;
 use pflow_runtime::runs::{self, Checkpoint, Recorder, RunMeta, RunStatus, RunTrace, Runs};
-use pflow_runtime::{CancelToken, Host, RunReport, StartError};
+use pflow_runtime::{CancelToken, Event, Host, RunReport, StartError};
 use serde_json::{json, Map, Value};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -48,7 +50,7 @@ impl RunArgs {
         if plan.inputs.iter().any(|a| !a.contains('=')) {
             return None;
         }
-        let file = saved_or_file(home, Path::new(name))?;
+        let file = crate::workflow_file::saved_or_file(home, Path::new(name))?;
         Some(RunArgs {
             file: Some(file),
             inputs: plan.inputs.clone(),
@@ -58,25 +60,6 @@ impl RunArgs {
             save_repair: false,
         })
     }
-}
-
-/// A workflow file as given, else the saved workflow of that name (`NAME.json` or
-/// `NAME.pflow.md` in `~/.pflow/workflows`).
-fn saved_or_file(home: &PflowHome, given: &Path) -> Option<PathBuf> {
-    let is_workflow_file = given.is_file()
-        && (crate::workflow_file::is_json(given) || given.to_string_lossy().ends_with(".md"));
-    if is_workflow_file {
-        return Some(given.to_path_buf());
-    }
-    let name = given.to_str()?;
-    if name.contains('/') || name.contains(char::is_whitespace) {
-        return None;
-    }
-    let dir = home.root().join("workflows");
-    [format!("{name}.json"), format!("{name}.pflow.md")]
-        .into_iter()
-        .map(|file| dir.join(file))
-        .find(|path| path.is_file())
 }
 
 /// What to run: the workflow, the inputs as given, and the earlier run it goes on from.
@@ -91,7 +74,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     let json_output = args.output_format == OutputFormat::Json;
     // `run NAME`: a saved workflow, when no such file exists.
     if let Some(file) = args.file.as_deref().filter(|f| !f.exists()) {
-        if let Some(saved) = saved_or_file(&host.home, file) {
+        if let Some(saved) = crate::workflow_file::saved_or_file(&host.home, file) {
             args.file = Some(saved);
         }
     }
@@ -169,12 +152,13 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     }
     let recorded = run_recorded(
         host,
-        &workflow,
-        workflow_path,
-        inputs,
-        resumed.as_ref(),
+        Recorded {
+            inputs,
+            resumed: resumed.as_ref(),
+            ..Recorded::new(&workflow, workflow_path)
+        },
         &cancel,
-        &mut progress,
+        &mut |event| progress.event(event),
     );
     progress.finish();
     let (report, run_id) = match recorded {
@@ -235,19 +219,48 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     Ok(exit::of(report.status))
 }
 
-/// Runs `workflow` with a checkpoint after every node in `~/.pflow/runs/<run-id>/` (the id of
-/// `resumed`, or a new one), skipping what `resumed` completed with the same params.
+/// One recorded run: what to run, from which file, and how.
+pub(crate) struct Recorded<'a> {
+    pub workflow: &'a Workflow,
+    pub workflow_path: Option<PathBuf>,
+    pub inputs: Map<String, Value>,
+    /// The earlier run this one goes on from: its id is kept and what it completed with the
+    /// same params is skipped.
+    pub resumed: Option<&'a Checkpoint>,
+    /// Set for a dry run: side effects are contained or skipped.
+    pub dry: Option<Arc<DryRun>>,
+}
+
+impl<'a> Recorded<'a> {
+    pub fn new(workflow: &'a Workflow, workflow_path: Option<PathBuf>) -> Self {
+        Recorded {
+            workflow,
+            workflow_path,
+            inputs: Map::new(),
+            resumed: None,
+            dry: None,
+        }
+    }
+}
+
+/// Runs the workflow with a checkpoint after every node in `~/.pflow/runs/<run-id>/` (the
+/// resumed run's id, or a new one).
 pub(crate) fn run_recorded(
     host: &Host,
-    workflow: &Workflow,
-    workflow_path: Option<PathBuf>,
-    inputs: Map<String, Value>,
-    resumed: Option<&Checkpoint>,
+    run: Recorded<'_>,
     cancel: &CancelToken,
-    progress: &mut Progress,
+    on_event: &mut dyn FnMut(Event<'_>),
 ) -> Result<(RunReport, String), StartError> {
+    let Recorded {
+        workflow,
+        workflow_path,
+        inputs,
+        resumed,
+        dry,
+    } = run;
     let runs = Runs::new(host.home.runs_dir());
     let mut executor = host.executor(cancel);
+    executor.dry = dry;
     executor.nesting = std::mem::take(&mut executor.nesting).run_of(workflow_path.as_deref());
     let state = executor.start(workflow, inputs.clone())?;
     let started_at = runs::now();
@@ -275,7 +288,7 @@ pub(crate) fn run_recorded(
         resumed.map(|c| &c.state),
         &mut |event| {
             trace.node_event(&event);
-            progress.event(event)
+            on_event(event)
         },
         &mut |state, report| recorder.step(state, report),
     )?;

@@ -5,7 +5,7 @@
 
 use crate::display::Progress;
 use crate::plan_display::PlanProgress;
-use crate::run_cmd::run_recorded;
+use crate::run_cmd::{run_recorded, Recorded};
 use pflow_ir::Workflow;
 use pflow_llm::{Client, LlmConfig};
 use pflow_planner::repair::{Failure, RepairOutcome, RepairStatus, Repairer};
@@ -67,12 +67,13 @@ pub fn repair(
         let mut progress = Progress::new(show_progress);
         let result = run_recorded(
             host,
-            &workflow,
-            broken.workflow_path.clone(),
-            broken.inputs.clone(),
-            checkpoint.as_ref(),
+            Recorded {
+                inputs: broken.inputs.clone(),
+                resumed: checkpoint.as_ref(),
+                ..Recorded::new(&workflow, broken.workflow_path.clone())
+            },
             cancel,
-            &mut progress,
+            &mut |event| progress.event(event),
         );
         progress.finish();
         let (report, id) = result.map_err(|e| e.to_string())?;

@@ -104,6 +104,28 @@ pub struct Settings {
     /// The model and provider the planner (and later the `llm` node) use.
     #[serde(default)]
     pub llm: pflow_llm::LlmSettings,
+    /// What `pflow-host mcp serve` lets its clients do.
+    #[serde(default)]
+    pub mcp_serve: McpServeSettings,
+}
+
+/// `pflow-host mcp serve`'s limits on its clients.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServeSettings {
+    /// `false` makes every execution and probe dry, whatever the client asks.
+    #[serde(default = "yes")]
+    pub allow_live: bool,
+}
+
+impl Default for McpServeSettings {
+    fn default() -> Self {
+        McpServeSettings { allow_live: true }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Which configured MCP servers workflows may call.
