@@ -67,5 +67,6 @@ bench: build test-peers
     cargo bench -p pflow-runtime --bench checkpoint
     cargo bench -p pflow-host --bench run_example
     cargo bench -p pflow-host --bench vs_pflow
+    cargo bench -p pflow-host --bench agent_tools
     cargo bench -p pflow-runtime --bench batch_overhead
     cargo bench -p pflow-planner --bench planner_overhead

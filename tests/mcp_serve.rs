@@ -42,7 +42,10 @@ fn python_session(transport: &str) {
         output.status.success(),
         "the {transport} session failed:\n{stdout}\n{stderr}"
     );
-    assert!(stdout.contains("ok: 8. workflow_find finds it first"), "{stdout}");
+    assert!(
+        stdout.contains("ok: 8. workflow_find finds it first"),
+        "{stdout}"
+    );
     assert_eq!(
         std::fs::read_dir(scratch.path()).unwrap().count(),
         0,
@@ -63,7 +66,10 @@ fn an_agent_session_over_streamable_http_with_the_python_sdk() {
 #[test]
 fn the_inspector_cli_calls_a_tool() {
     let inspector = repo_root().join("tests/mcp/node_modules/.bin/mcp-inspector");
-    assert!(inspector.exists(), "run `just test-peers` for the MCP Inspector");
+    assert!(
+        inspector.exists(),
+        "run `just test-peers` for the MCP Inspector"
+    );
     let home = TestHome::new();
     let workflow = home.workflow(
         "hello.json",
@@ -179,10 +185,7 @@ impl RawClient {
     }
 
     fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let response = self.request(
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        );
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
         response["result"].clone()
     }
 
@@ -247,8 +250,10 @@ fn a_cancelled_call_stops_its_run_and_the_server_goes_on() {
         json!({"name": "workflow_execute", "arguments": {"workflow": sleeper(&marker), "live": true}}),
     );
     wait_for_marked(&marker);
-    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                        "params": {"requestId": id, "reason": "the agent changed its mind"}}));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": id, "reason": "the agent changed its mind"}}),
+    );
     assert_none_marked(&marker);
     let found = server.call("registry_find", json!({"query": "shell command"}));
     assert_eq!(found["structuredContent"]["matches"][0]["type"], "shell");

@@ -26,11 +26,11 @@ pub fn matches(home: &PflowHome, query: &str, limit: usize) -> Vec<Value> {
         .find(query)
         .into_iter()
         .take(limit)
-        .map(|(saved, score)| {
+        .map(|found| {
             json!({
-                "name": saved.name,
-                "description": saved.description,
-                "score": (score * 1000.0).round() / 1000.0,
+                "name": found.name,
+                "description": found.description,
+                "score": (found.score * 1000.0).round() / 1000.0,
             })
         })
         .collect()

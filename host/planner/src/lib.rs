@@ -16,6 +16,7 @@ mod nodes;
 pub mod prompt;
 pub mod rank;
 pub mod repair;
+mod search_index;
 pub mod shared;
 pub mod trace;
 

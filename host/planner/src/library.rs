@@ -3,6 +3,8 @@
 //! What a markdown file cannot hold (its description when given apart, times, how often it
 //! ran) sits in `.meta/<name>.json` beside it, for either format.
 
+use crate::rank::{weigh, Weighed};
+pub use crate::search_index::Found;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -57,8 +59,20 @@ fn now() -> u64 {
 }
 
 impl SavedWorkflow {
-    /// What `find` reads besides the name and description: the inputs (names and
+    /// Its terms for `find`: the name (weighted most), the description, the inputs (names and
     /// descriptions), the node types, the outputs and the request.
+    pub(crate) fn weighed(&self) -> Weighed {
+        let [inputs, types, outputs, request] = self.search_texts();
+        weigh([
+            (self.name.as_str(), 3.0),
+            (self.description.as_str(), 2.0),
+            (inputs.as_str(), 1.0),
+            (types.as_str(), 1.0),
+            (outputs.as_str(), 1.0),
+            (request.as_str(), 0.5),
+        ])
+    }
+
     fn search_texts(&self) -> [String; 4] {
         let entries = |field: &str| {
             self.ir[field]
@@ -138,24 +152,9 @@ impl WorkflowLibrary {
     /// Every readable saved workflow, by name. Unreadable files are skipped with a warning:
     /// one broken file must not hide the others.
     pub fn list(&self) -> Vec<SavedWorkflow> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter_map(|f| {
-                f.strip_suffix(".json")
-                    .or_else(|| f.strip_suffix(".pflow.md"))
-                    .map(str::to_string)
-            })
-            .filter(|name| valid_name(name))
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+        self.files()
             .into_iter()
-            .filter_map(|name| match self.load(&name) {
+            .filter_map(|(name, _)| match self.load(&name) {
                 Ok(saved) => Some(saved),
                 Err(error) => {
                     tracing::warn!("{error}");
@@ -165,27 +164,33 @@ impl WorkflowLibrary {
             .collect()
     }
 
+    /// The name and file of every saved workflow, by name (a name saved in both formats once:
+    /// the JSON file, as [`WorkflowLibrary::load`] reads it).
+    pub(crate) fn files(&self) -> Vec<(String, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut files: Vec<(String, PathBuf)> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let file = e.file_name().into_string().ok()?;
+                let name = file
+                    .strip_suffix(".json")
+                    .or_else(|| file.strip_suffix(".pflow.md"))?;
+                valid_name(name).then(|| (name.to_string(), e.path()))
+            })
+            .collect();
+        // `.json` sorts before `.pflow.md`, so dedup keeps the file `load` reads.
+        files.sort();
+        files.dedup_by(|later, first| later.0 == first.0);
+        files
+    }
+
     /// The saved workflows that match `query`, best first, with their scores (BM25 over the
-    /// name, the description, the inputs, the node types and the request it was planned from).
-    pub fn find(&self, query: &str) -> Vec<(SavedWorkflow, f64)> {
-        let saved = self.list();
-        let texts: Vec<[String; 4]> = saved.iter().map(SavedWorkflow::search_texts).collect();
-        let ranker = crate::rank::Ranker::new(texts.iter().zip(&saved).map(|(texts, saved)| {
-            vec![
-                (saved.name.as_str(), 3.0),
-                (saved.description.as_str(), 2.0),
-                (texts[0].as_str(), 1.0),
-                (texts[1].as_str(), 1.0),
-                (texts[2].as_str(), 1.0),
-                (texts[3].as_str(), 0.5),
-            ]
-        }));
-        let mut saved: Vec<Option<SavedWorkflow>> = saved.into_iter().map(Some).collect();
-        ranker
-            .rank(query)
-            .into_iter()
-            .filter_map(|(index, score)| Some((saved[index].take()?, score)))
-            .collect()
+    /// name, the description, the inputs, the node types and the request it was planned from;
+    /// kept in an index, see [`crate::search_index`]).
+    pub fn find(&self, query: &str) -> Vec<Found> {
+        crate::search_index::find(self, query)
     }
 
     pub fn load(&self, name: &str) -> Result<SavedWorkflow, LibraryError> {
@@ -236,7 +241,7 @@ impl WorkflowLibrary {
         Ok(saved)
     }
 
-    fn meta_path(&self, name: &str) -> PathBuf {
+    pub(crate) fn meta_path(&self, name: &str) -> PathBuf {
         self.dir.join(".meta").join(format!("{name}.json"))
     }
 
@@ -275,6 +280,7 @@ impl WorkflowLibrary {
             let _ = std::fs::remove_file(&other.path);
         }
         write_atomically(&path, text)?;
+        crate::search_index::forget(self, name);
         let mut meta = self.meta(name);
         let now = now();
         if meta.created_at == 0 {
@@ -294,6 +300,7 @@ impl WorkflowLibrary {
             message: e.to_string(),
         })?;
         let _ = std::fs::remove_file(self.meta_path(name));
+        crate::search_index::forget(self, name);
         Ok(saved.path)
     }
 
@@ -374,12 +381,16 @@ impl WorkflowLibrary {
         let path = self.path_of(&chosen);
         let text = serde_json::to_string_pretty(&saved).unwrap_or_default();
         write_atomically(&path, &(text + "\n"))?;
+        crate::search_index::forget(self, &chosen);
         Ok((chosen, path))
     }
 }
 
 /// Written aside and renamed, so that a reader never sees half a file.
-fn write_atomically(path: &Path, text: &str) -> Result<(), LibraryError> {
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), LibraryError> {
+    // Unique per writer, threads included, so that two writers never share the aside file.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let unwritable = |path: &Path, e: std::io::Error| LibraryError::Unwritable {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -388,7 +399,7 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), LibraryError> {
         std::fs::create_dir_all(dir).map_err(|e| unwritable(dir, e))?;
     }
     let partial = path.with_file_name(format!(
-        ".{}.{}",
+        ".{}.{}.{write}",
         path.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
     ));

@@ -62,6 +62,25 @@ pub fn terms(text: &str) -> Vec<String> {
     terms
 }
 
+/// One document's terms with their weighted frequencies, and its weighted length.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Weighed {
+    pub terms: HashMap<String, f64>,
+    pub length: f64,
+}
+
+/// A document given as `(text, weight)` fields, weighed for ranking.
+pub fn weigh<'a>(fields: impl IntoIterator<Item = (&'a str, f64)>) -> Weighed {
+    let mut weighed = Weighed::default();
+    for (text, weight) in fields {
+        for term in terms(text) {
+            *weighed.terms.entry(term).or_default() += weight;
+            weighed.length += weight;
+        }
+    }
+    weighed
+}
+
 /// Documents indexed for ranking.
 pub struct Ranker {
     /// Per document: weighted frequency of each term.
@@ -75,22 +94,19 @@ pub struct Ranker {
 impl Ranker {
     /// Indexes documents given as `(text, weight)` fields.
     pub fn new<'a>(documents: impl IntoIterator<Item = Vec<(&'a str, f64)>>) -> Ranker {
+        Ranker::from_weighed(documents.into_iter().map(weigh))
+    }
+
+    /// Indexes documents already weighed with [`weigh`] (kept from an earlier run).
+    pub fn from_weighed(documents: impl IntoIterator<Item = Weighed>) -> Ranker {
         let mut indexed = Vec::new();
         let mut lengths = Vec::new();
         let mut document_frequency: HashMap<String, usize> = HashMap::new();
-        for fields in documents {
-            let mut frequencies: HashMap<String, f64> = HashMap::new();
-            let mut length = 0.0;
-            for (text, weight) in fields {
-                for term in terms(text) {
-                    *frequencies.entry(term).or_default() += weight;
-                    length += weight;
-                }
-            }
-            for term in frequencies.keys() {
+        for Weighed { terms, length } in documents {
+            for term in terms.keys() {
                 *document_frequency.entry(term.clone()).or_default() += 1;
             }
-            indexed.push(frequencies);
+            indexed.push(terms);
             lengths.push(length);
         }
         let average_length = if lengths.is_empty() {

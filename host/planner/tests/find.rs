@@ -154,16 +154,68 @@ fn the_intended_workflow_ranks_first_among_fifty() {
         ("old logs compress", "rotate-logs"),
     ] {
         let found = library.find(query);
-        let first = found.first().map(|(s, _)| s.name.as_str());
+        let first = found.first().map(|f| f.name.as_str());
         assert_eq!(
             first,
             Some(intended),
             "query '{query}': {:?}",
             found
                 .iter()
-                .map(|(s, score)| (s.name.clone(), *score))
+                .map(|f| (f.name.clone(), f.score))
                 .take(3)
                 .collect::<Vec<_>>()
         );
     }
+}
+
+/// The index behind `find` follows the library: new, changed, deleted and hand-edited
+/// workflows are found as they are now, and a corrupt index is rebuilt.
+#[test]
+fn find_sees_every_change_to_the_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = WorkflowLibrary::new(dir.path());
+    let ir = json!({"nodes": [{"id": "a", "type": "shell", "params": {"command": "true"}}]});
+    let names = |query: &str| -> Vec<String> {
+        library
+            .find(query)
+            .into_iter()
+            .map(|found| found.name)
+            .collect()
+    };
+    library
+        .save(
+            "backup-photos",
+            "Copy the photo folder to the NAS",
+            &ir,
+            None,
+        )
+        .unwrap();
+    assert_eq!(names("photo backup"), ["backup-photos"]);
+    assert!(dir.path().join(".meta/search-index.json").exists());
+
+    library
+        .save("media-job", "Make pictures smaller", &ir, None)
+        .unwrap();
+    assert_eq!(names("shrink pictures"), ["media-job"]);
+
+    // Replaced with another description (and edited by hand, in place, after that).
+    library.delete("media-job").unwrap();
+    library
+        .save("media-job", "Convert videos to mp4", &ir, None)
+        .unwrap();
+    assert_eq!(names("shrink pictures"), Vec::<String>::new());
+    assert_eq!(names("videos"), ["media-job"]);
+    let path = dir.path().join("media-job.json");
+    let edited = std::fs::read_to_string(&path).unwrap().replace(
+        "Convert videos to mp4",
+        "Crop screenshots, then upload them",
+    );
+    std::fs::write(&path, edited).unwrap();
+    assert_eq!(names("screenshots"), ["media-job"]);
+
+    library.delete("backup-photos").unwrap();
+    assert_eq!(names("photo backup"), Vec::<String>::new());
+
+    std::fs::write(dir.path().join(".meta/search-index.json"), "{not json").unwrap();
+    assert_eq!(names("screenshots"), ["media-job"]);
 }
