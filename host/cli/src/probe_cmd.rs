@@ -190,6 +190,23 @@ fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<OutputPath>) {
         return;
     }
     match value {
+        Value::String(text) => {
+            if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(text.trim())
+            {
+                if let Some(last) = out.last_mut() {
+                    last.kind = "str (JSON)".to_string();
+                }
+                walk_children(&parsed, path, depth, out);
+            }
+        }
+        other => walk_children(other, path, depth, out),
+    }
+}
+
+/// The fields of an object, or the first item of a list.
+fn walk_children(value: &Value, path: &str, depth: usize, out: &mut Vec<OutputPath>) {
+    match value {
         Value::Object(map) => {
             for (key, child) in map {
                 walk(child, &format!("{path}.{key}"), depth + 1, out);
@@ -198,28 +215,6 @@ fn walk(value: &Value, path: &str, depth: usize, out: &mut Vec<OutputPath>) {
         Value::Array(items) => {
             if let Some(first) = items.first() {
                 walk(first, &format!("{path}[0]"), depth + 1, out);
-            }
-        }
-        Value::String(text) => {
-            if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
-                serde_json::from_str::<Value>(text.trim())
-            {
-                if let Some(last) = out.last_mut() {
-                    last.kind = "str (JSON)".to_string();
-                }
-                match &parsed {
-                    Value::Object(map) => {
-                        for (key, child) in map {
-                            walk(child, &format!("{path}.{key}"), depth + 1, out);
-                        }
-                    }
-                    Value::Array(items) => {
-                        if let Some(first) = items.first() {
-                            walk(first, &format!("{path}[0]"), depth + 1, out);
-                        }
-                    }
-                    _ => {}
-                }
             }
         }
         _ => {}

@@ -167,13 +167,40 @@ pub fn serve(host: Host, args: ServeArgs) -> anyhow::Result<u8> {
 
 async fn serve_stdio(server: PflowServer) -> anyhow::Result<()> {
     let shutdown = server.shutdown.clone();
-    let service = server.serve(rmcp::transport::stdio()).await?;
+    let stdin = CancelAtEof {
+        inner: tokio::io::stdin(),
+        on_eof: shutdown.clone(),
+    };
+    let service = server.serve((stdin, tokio::io::stdout())).await?;
     let cancel_service = service.cancellation_token();
     tokio::select! {
         quit = service.waiting() => { quit?; }
         _ = shutdown.cancelled() => cancel_service.cancel(),
     }
     Ok(())
+}
+
+/// Standard input that cancels `on_eof` when it ends: a client that closes it (or dies) is gone,
+/// and its calls stop at once, rather than after rmcp's few seconds of draining responses.
+struct CancelAtEof<R> {
+    inner: R,
+    on_eof: CancellationToken,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for CancelAtEof<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let at_eof = buf.remaining() > 0 && buf.filled().len() == before;
+        if matches!(polled, std::task::Poll::Ready(Ok(()))) && at_eof {
+            self.on_eof.cancel();
+        }
+        polled
+    }
 }
 
 async fn serve_http(server: PflowServer, addr: &str, allow_remote: bool) -> anyhow::Result<()> {

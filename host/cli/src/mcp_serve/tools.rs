@@ -359,13 +359,19 @@ fn workflow_execute(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
         document["not_done"] = serde_json::to_value(dry.skipped()).unwrap_or_default();
         document["would_change"] = serde_json::to_value(dry.effects()).unwrap_or_default();
     }
+    Ok(finished(document, report.status, note))
+}
+
+/// A run's or a probe's document, with the note on why it was dry when it was asked to be
+/// live: an error result unless it succeeded.
+fn finished(mut document: Value, status: Status, note: Option<&str>) -> Outcome {
     if let Some(note) = note {
         document["note"] = json!(note);
     }
-    Ok(match report.status {
+    match status {
         Status::Succeeded => Outcome::Done(document),
         Status::Failed | Status::Cancelled => Outcome::Failed(document),
-    })
+    }
 }
 
 fn workflow_save(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
@@ -452,14 +458,8 @@ fn probe(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
                 failed("cannot_start", true, message)
             }
         })?;
-    let mut document = serde_json::to_value(&probe).unwrap_or_default();
-    if let Some(note) = note {
-        document["note"] = json!(note);
-    }
-    Ok(match probe.status {
-        Status::Succeeded => Outcome::Done(document),
-        Status::Failed | Status::Cancelled => Outcome::Failed(document),
-    })
+    let document = serde_json::to_value(&probe).unwrap_or_default();
+    Ok(finished(document, probe.status, note))
 }
 
 fn read_fields(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
