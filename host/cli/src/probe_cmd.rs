@@ -47,13 +47,23 @@ pub struct ReadFieldsArgs {
     output_format: OutputFormat,
 }
 
-fn params_of(pairs: &[String]) -> Result<Map<String, Value>> {
+/// `key=value` params: a value that is JSON keeps its type, unless the node declares the param
+/// as text (`command=true` is the command `true`, not a boolean).
+fn params_of(host: &Host, node_type: &str, pairs: &[String]) -> Result<Map<String, Value>> {
+    use pflow_validate::NodeCatalog;
+    let declared = host.registry.params(node_type).unwrap_or_default();
     let mut params = Map::new();
     for pair in pairs {
-        let Some((key, value)) = pair.split_once('=') else {
+        let Some((key, text)) = pair.split_once('=') else {
             bail!("Param '{pair}' must be written key=value");
         };
-        let value = serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
+        let is_text = declared
+            .iter()
+            .any(|port| port.name == key && matches!(port.type_name.as_str(), "str" | "string"));
+        let value = match serde_json::from_str(text) {
+            Ok(value) if !is_text => value,
+            _ => Value::String(text.into()),
+        };
         params.insert(key.to_string(), value);
     }
     Ok(params)
@@ -124,7 +134,7 @@ pub fn run_probe(
 }
 
 pub fn probe(host: &Host, args: ProbeArgs) -> Result<u8> {
-    let params = params_of(&args.params)?;
+    let params = params_of(host, &args.node_type, &args.params)?;
     let cancel = crate::signals::cancel_on_interrupt();
     let probe = match run_probe(host, &args.node_type, params, args.live, &cancel) {
         Ok(probe) => probe,

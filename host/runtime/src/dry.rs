@@ -154,14 +154,23 @@ impl Launcher {
             }
             works
         };
+        let works = |launcher: Launcher| {
+            remembered::works(launcher) || {
+                let works = probe(launcher);
+                if works {
+                    remembered::remember(launcher);
+                }
+                works
+            }
+        };
         if matches!(start.as_str(), "" | "overlay")
-            && *OVERLAY.get_or_init(|| probe(Launcher::Overlay))
+            && *OVERLAY.get_or_init(|| works(Launcher::Overlay))
         {
             return Launcher::Overlay;
         }
         if start != "none"
             && bubblewrap_available()
-            && *READ_ONLY.get_or_init(|| probe(Launcher::ReadOnlyRoot))
+            && *READ_ONLY.get_or_init(|| works(Launcher::ReadOnlyRoot))
         {
             return Launcher::ReadOnlyRoot;
         }
@@ -353,4 +362,96 @@ fn bubblewrap_available() -> bool {
 
 fn cstring(text: &str) -> std::io::Result<std::ffi::CString> {
     std::ffi::CString::new(text).map_err(std::io::Error::from)
+}
+
+/// Launchers that worked, remembered between processes (in the home's cache), so that a short
+/// command such as `probe` does not pay the check, a run of `true` in the launcher, each time.
+/// Only success is remembered, under a key of what decides it (user, kernel, its namespace
+/// settings, bubblewrap's file): when any of those changes, the launcher is checked again. A
+/// launcher remembered wrongly fails to start its commands; it never runs them unisolated.
+mod remembered {
+    use super::Launcher;
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+
+    /// Where to remember; until it is set, nothing is remembered.
+    pub fn remember_in(dir: PathBuf) {
+        let _ = DIR.set(dir);
+    }
+
+    fn file(launcher: Launcher) -> Option<PathBuf> {
+        Some(DIR.get()?.join(format!("dry-launcher-{launcher:?}")))
+    }
+
+    fn key() -> String {
+        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+        let bwrap = std::env::var_os("PATH")
+            .and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join("bwrap"))
+                    .find(|path| path.is_file())
+            })
+            .and_then(|path| {
+                let meta = std::fs::metadata(&path).ok()?;
+                Some(format!(
+                    "{}:{:?}:{}",
+                    path.display(),
+                    meta.modified().ok()?,
+                    meta.len()
+                ))
+            })
+            .unwrap_or_default();
+        format!(
+            "uid {}\nkernel {}\nuserns {} {} {}\nbwrap {bwrap}\n",
+            // SAFETY: getuid has no preconditions and cannot fail.
+            unsafe { libc::getuid() },
+            read("/proc/sys/kernel/osrelease").trim(),
+            read("/proc/sys/user/max_user_namespaces").trim(),
+            read("/proc/sys/kernel/unprivileged_userns_clone").trim(),
+            read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").trim(),
+        )
+    }
+
+    pub fn works(launcher: Launcher) -> bool {
+        file(launcher)
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .is_some_and(|kept| kept == key())
+    }
+
+    pub fn remember(launcher: Launcher) {
+        let Some(file) = file(launcher) else {
+            return;
+        };
+        let aside = file.with_extension(format!("{}", std::process::id()));
+        let kept = std::fs::create_dir_all(file.parent().unwrap_or(&file))
+            .and_then(|()| std::fs::write(&aside, key()))
+            .and_then(|()| std::fs::rename(&aside, &file));
+        if let Err(error) = kept {
+            tracing::debug!("cannot remember the dry-run launcher: {error}");
+        }
+    }
+}
+
+pub use remembered::remember_in as remember_launchers_in;
+
+#[cfg(test)]
+mod tests {
+    use super::{remembered, Launcher};
+
+    #[test]
+    fn only_a_launcher_that_worked_under_the_same_conditions_is_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        remembered::remember_in(dir.path().to_path_buf());
+        assert!(!remembered::works(Launcher::Overlay));
+        remembered::remember(Launcher::Overlay);
+        assert!(remembered::works(Launcher::Overlay));
+        assert!(!remembered::works(Launcher::ReadOnlyRoot));
+        // Another kernel, user or bubblewrap: checked again.
+        let file = dir.path().join("dry-launcher-Overlay");
+        let kept = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, kept.replace("kernel ", "kernel 0.")).unwrap();
+        assert!(!remembered::works(Launcher::Overlay));
+    }
 }

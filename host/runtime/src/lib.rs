@@ -53,6 +53,7 @@ impl Host {
     /// `~/.pflow/plugins` and `$PFLOW_PLUGIN_PATH`, in that order.
     pub fn open(home: PflowHome, builtin_dir: PathBuf) -> anyhow::Result<Host> {
         let settings = home.settings()?;
+        dry::remember_launchers_in(home.component_cache_dir().with_file_name("dry"));
         let sandbox = Sandbox::new()?;
         let dirs = plugin_dirs(&home, builtin_dir);
         let mut registry = Registry::load(
