@@ -15,11 +15,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-/// Runs the agent session script with `transport`, against a real HTTP server.
-fn python_session(transport: &str) {
-    let home = TestHome::new();
-    let server = TestServer::start();
-    let scratch = tempfile::tempdir().unwrap();
+/// `python3` with the home's environment, and the binary to serve with.
+fn python_with(home: &TestHome) -> Command {
     let mut python = Command::new("python3");
     for (key, value) in home.command().get_envs() {
         match value {
@@ -27,10 +24,19 @@ fn python_session(transport: &str) {
             None => python.env_remove(key),
         };
     }
+    python.env("PFLOW_HOST_BIN", env!("CARGO_BIN_EXE_pflow-host"));
+    python
+}
+
+/// Runs the agent session script with `transport`, against a real HTTP server.
+fn python_session(transport: &str) {
+    let home = TestHome::new();
+    let server = TestServer::start();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut python = python_with(&home);
     let output = python
         .arg(repo_root().join("tests/agents/session.py"))
         .arg(transport)
-        .env("PFLOW_HOST_BIN", env!("CARGO_BIN_EXE_pflow-host"))
         .env("JSON_URL", server.url("/json"))
         .env("SCRATCH", scratch.path())
         .current_dir(scratch.path())
@@ -61,6 +67,29 @@ fn an_agent_session_over_stdio_with_the_python_sdk() {
 #[test]
 fn an_agent_session_over_streamable_http_with_the_python_sdk() {
     python_session("http");
+}
+
+#[test]
+fn an_http_client_that_closes_its_session_mid_run_leaves_no_process() {
+    let home = TestHome::new();
+    let marker = format!("mcp-http-close-{}", std::process::id());
+    let mut python = python_with(&home);
+    let output = python
+        .arg(repo_root().join("tests/agents/http_session_close.py"))
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("ok: closing the session killed"),
+        "{stdout}"
+    );
+    assert_none_marked(&marker);
 }
 
 #[test]
