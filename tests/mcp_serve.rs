@@ -28,25 +28,30 @@ fn python_with(home: &TestHome) -> Command {
     python
 }
 
+/// Runs `command` and gives its stdout; a failure shows both outputs.
+fn stdout_of_success(command: &mut Command) -> String {
+    let output = command.output().expect("the command starts");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// Runs the agent session script with `transport`, against a real HTTP server.
 fn python_session(transport: &str) {
     let home = TestHome::new();
     let server = TestServer::start();
     let scratch = tempfile::tempdir().unwrap();
-    let mut python = python_with(&home);
-    let output = python
-        .arg(repo_root().join("tests/agents/session.py"))
-        .arg(transport)
-        .env("JSON_URL", server.url("/json"))
-        .env("SCRATCH", scratch.path())
-        .current_dir(scratch.path())
-        .output()
-        .expect("python3 (with the `mcp` package: `just test-peers`)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the {transport} session failed:\n{stdout}\n{stderr}"
+    let stdout = stdout_of_success(
+        python_with(&home)
+            .arg(repo_root().join("tests/agents/session.py"))
+            .arg(transport)
+            .env("JSON_URL", server.url("/json"))
+            .env("SCRATCH", scratch.path())
+            .current_dir(scratch.path()),
     );
     assert!(
         stdout.contains("ok: 8. workflow_find finds it first"),
@@ -73,17 +78,10 @@ fn an_agent_session_over_streamable_http_with_the_python_sdk() {
 fn an_http_client_that_closes_its_session_mid_run_leaves_no_process() {
     let home = TestHome::new();
     let marker = format!("mcp-http-close-{}", std::process::id());
-    let mut python = python_with(&home);
-    let output = python
-        .arg(repo_root().join("tests/agents/http_session_close.py"))
-        .arg(&marker)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = stdout_of_success(
+        python_with(&home)
+            .arg(repo_root().join("tests/agents/http_session_close.py"))
+            .arg(&marker),
     );
     assert!(
         stdout.contains("ok: closing the session killed"),
@@ -115,18 +113,12 @@ fn the_inspector_cli_calls_a_tool() {
             ));
         }
     }
-    let output = command
-        .args([env!("CARGO_BIN_EXE_pflow-host"), "mcp", "serve"])
-        .args(["--method", "tools/call", "--tool-name", "workflow_validate"])
-        .arg("--tool-arg")
-        .arg(format!("workflow={}", workflow.display()))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = stdout_of_success(
+        command
+            .args([env!("CARGO_BIN_EXE_pflow-host"), "mcp", "serve"])
+            .args(["--method", "tools/call", "--tool-name", "workflow_validate"])
+            .arg("--tool-arg")
+            .arg(format!("workflow={}", workflow.display())),
     );
     let result: Value = serde_json::from_str(&stdout).unwrap();
     let report = &result["structuredContent"];
