@@ -4,7 +4,6 @@
 use crate::OutputFormat;
 use anyhow::Result;
 use clap::Args;
-use pflow_planner::library::WorkflowLibrary;
 use pflow_runtime::home::PflowHome;
 use serde_json::{json, Value};
 
@@ -22,7 +21,7 @@ pub struct FindArgs {
 /// The saved workflows that match `query`, best first, as `find --output-format json` and the
 /// MCP tool give them.
 pub fn matches(home: &PflowHome, query: &str, limit: usize) -> Vec<Value> {
-    WorkflowLibrary::new(home.root().join("workflows"))
+    crate::library_cmd::library(home)
         .find(query)
         .into_iter()
         .take(limit)

@@ -42,7 +42,7 @@ pub struct NameArgs {
 }
 
 pub fn library(home: &PflowHome) -> WorkflowLibrary {
-    WorkflowLibrary::new(home.root().join("workflows"))
+    WorkflowLibrary::new(home.workflows_dir())
 }
 
 pub fn save(home: &PflowHome, args: SaveArgs) -> Result<u8> {
@@ -122,6 +122,35 @@ fn example_inputs(ir: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A workflow that is not in the library, described as if it were: a `.pflow.md` text's own
+/// description (or title) is its description.
+pub fn unsaved(
+    name: String,
+    path: PathBuf,
+    text: Option<&str>,
+    workflow: &pflow_ir::Workflow,
+) -> SavedWorkflow {
+    let description = text
+        .and_then(|text| pflow_ir::markdown::parse_markdown(text).ok())
+        .and_then(|document| document.description.or(document.title))
+        .unwrap_or_default();
+    SavedWorkflow {
+        name,
+        description,
+        ir: serde_json::to_value(workflow).unwrap_or_default(),
+        path,
+        ..Default::default()
+    }
+}
+
+/// Counts a run of the workflow at `path` when it is a saved one.
+pub fn count_run(home: &PflowHome, path: Option<&std::path::Path>) {
+    let library = library(home);
+    if let Some(name) = path.and_then(|path| library.name_of(path)) {
+        library.record_run(&name);
+    }
 }
 
 /// What `describe` tells: the summary and an example command.
@@ -206,17 +235,7 @@ pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
     let saved = if given.is_file() {
         let text = crate::workflow_file::read(&given)?;
         let workflow = crate::workflow_file::parse(&given, &text)?;
-        let description = pflow_ir::markdown::parse_markdown(&text)
-            .ok()
-            .and_then(|d| d.description.or(d.title))
-            .unwrap_or_default();
-        SavedWorkflow {
-            name: args.name.clone(),
-            description,
-            ir: serde_json::to_value(&workflow)?,
-            path: given,
-            ..Default::default()
-        }
+        unsaved(args.name.clone(), given, Some(&text), &workflow)
     } else {
         match library(home).load(&args.name) {
             Ok(saved) => saved,

@@ -72,7 +72,7 @@ pub fn run(host: &Host, mut args: PlanArgs) -> Result<u8> {
         Ok(llm) => llm,
         Err(error) => return Ok(planning_failed(json_output, None, &error.to_string())),
     };
-    let library = WorkflowLibrary::new(host.home.root().join("workflows"));
+    let library = crate::library_cmd::library(&host.home);
     let mut trace = match Trace::create(&host.home.root().join("traces")) {
         Ok(trace) => Some(trace),
         Err(error) => {

@@ -137,22 +137,28 @@ pub fn ranked(host: &Host, query: &str, limit: usize) -> Vec<(String, String, f6
         .collect()
 }
 
-fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
-    let matches = ranked(host, query, limit);
-    if output_format == OutputFormat::Json {
-        let list: Vec<_> = matches
-            .iter()
-            .map(|(name, description, score)| {
-                json!({
-                    "type": name,
-                    "description": description,
-                    "score": (score * 1000.0).round() / 1000.0,
-                })
+/// The node types that match `query`, best first, as `registry find --output-format json` and
+/// the MCP tool give them.
+pub fn matches(host: &Host, query: &str, limit: usize) -> Vec<serde_json::Value> {
+    ranked(host, query, limit)
+        .into_iter()
+        .map(|(name, description, score)| {
+            json!({
+                "type": name,
+                "description": description,
+                "score": (score * 1000.0).round() / 1000.0,
             })
-            .collect();
+        })
+        .collect()
+}
+
+fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
+    if output_format == OutputFormat::Json {
+        let list = matches(host, query, limit);
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
+    let matches = ranked(host, query, limit);
     if matches.is_empty() {
         eprintln!("No node type matches '{query}'. `pflow-host registry list` shows them all.");
     }

@@ -109,21 +109,13 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     // The run refuses what `validate` refuses, with the same messages.
     let checked = pflow_validate::validate(&serde_json::to_value(&workflow)?, &host.registry, None);
     if !checked.valid {
-        let message = checked
-            .errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n\n");
+        let message = crate::validate_cmd::refused_message(&checked);
         if let Some((llm, broken)) = repairable(host, &args, "invalid_workflow") {
             let cancel = crate::signals::cancel_on_interrupt();
             return finish_with_repair(host, &llm, &cancel, &args, broken, None, &message);
         }
         if json_output {
-            let category = match checked.errors.first().map(|issue| issue.kind) {
-                Some(pflow_validate::IssueKind::NodeType) => "unknown_node_type",
-                _ => "invalid_workflow",
-            };
+            let category = crate::validate_cmd::refused_category(&checked);
             let document = json!({
                 "status": "failed",
                 "outputs": {},
@@ -143,13 +135,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
 
     let original_path = workflow_path.clone();
     let mut progress = Progress::new(!json_output);
-    // A saved workflow counts its runs.
-    if let Some(name) = workflow_path
-        .as_deref()
-        .and_then(|path| crate::library_cmd::library(&host.home).name_of(path))
-    {
-        crate::library_cmd::library(&host.home).record_run(&name);
-    }
+    crate::library_cmd::count_run(&host.home, workflow_path.as_deref());
     let recorded = run_recorded(
         host,
         Recorded {

@@ -73,6 +73,24 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
     Ok(if report.valid { 0 } else { exit::FAILED })
 }
 
+/// The error category of a refused workflow: an unknown node type, or any other problem.
+pub(crate) fn refused_category(report: &pflow_validate::Report) -> &'static str {
+    match report.errors.first().map(|issue| issue.kind) {
+        Some(pflow_validate::IssueKind::NodeType) => "unknown_node_type",
+        _ => "invalid_workflow",
+    }
+}
+
+/// Every error of a refused workflow, in the words of `validate`.
+pub(crate) fn refused_message(report: &pflow_validate::Report) -> String {
+    report
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// A refused workflow's errors, for `run`: the words of `validate`, on stderr.
 pub(crate) fn print_issues(report: &pflow_validate::Report) {
     eprintln!(

@@ -68,11 +68,7 @@ pub fn saved_or_file(home: &PflowHome, given: &Path) -> Option<PathBuf> {
     if name.contains('/') || name.contains(char::is_whitespace) {
         return None;
     }
-    let dir = home.root().join("workflows");
-    [format!("{name}.json"), format!("{name}.pflow.md")]
-        .into_iter()
-        .map(|file| dir.join(file))
-        .find(|path| path.is_file())
+    crate::library_cmd::library(home).file_of(name)
 }
 
 /// A workflow as an agent names it over MCP: an IR object, a file path, a saved workflow's

@@ -193,13 +193,23 @@ impl WorkflowLibrary {
         crate::search_index::find(self, query)
     }
 
+    /// The file `name` is saved in: `NAME.json`, else `NAME.pflow.md`.
+    pub fn file_of(&self, name: &str) -> Option<PathBuf> {
+        [
+            self.path_of(name),
+            self.dir.join(format!("{name}.pflow.md")),
+        ]
+        .into_iter()
+        .find(|path| path.is_file())
+    }
+
     pub fn load(&self, name: &str) -> Result<SavedWorkflow, LibraryError> {
         if !valid_name(name) {
             return Err(self.not_found(name));
         }
-        let json = self.path_of(name);
-        let markdown = self.dir.join(format!("{name}.pflow.md"));
-        let path = if json.exists() { json } else { markdown };
+        let Some(path) = self.file_of(name) else {
+            return Err(self.not_found(name));
+        };
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(self.not_found(name)),

@@ -53,6 +53,11 @@ impl PflowHome {
     }
 
     /// One directory per run, holding its checkpoint.
+    /// The saved workflows (`pflow-host save`, the planner's saves).
+    pub fn workflows_dir(&self) -> PathBuf {
+        self.root.join("workflows")
+    }
+
     pub fn runs_dir(&self) -> PathBuf {
         self.root.join("runs")
     }

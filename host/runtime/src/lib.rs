@@ -96,7 +96,7 @@ impl Host {
                 self.settings.llm.clone(),
             ))),
             nesting: subworkflow::Nesting {
-                saved_dir: Some(self.home.root().join("workflows")),
+                saved_dir: Some(self.home.workflows_dir()),
                 ..Default::default()
             },
         }

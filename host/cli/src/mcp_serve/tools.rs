@@ -5,12 +5,12 @@
 //! `message`, ...), so an agent reads it as it reads a node's error and can fix its call.
 
 use crate::workflow_file::Source;
-use pflow_planner::library::SavedWorkflow;
 use pflow_runtime::dry::DryRun;
 use pflow_runtime::runtime_validation::{validate_runtime, RuntimeRoute};
 use pflow_runtime::{CancelToken, Event, Host, Status};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// One call of a tool, on a blocking thread.
@@ -266,14 +266,21 @@ fn workflow_describe(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
     let workflow = source
         .parse()
         .map_err(|e| failed("invalid_workflow", true, e.to_string()))?;
-    let saved = SavedWorkflow {
-        name: source
-            .path()
-            .map_or("WORKFLOW".to_string(), |p| p.display().to_string()),
-        ir: serde_json::to_value(&workflow).unwrap_or_default(),
-        path: source.path().map(Into::into).unwrap_or_default(),
-        ..Default::default()
+    let (name, path, text) = match &source {
+        Source::Text {
+            text,
+            path: Some(path),
+        } => (
+            path.display().to_string(),
+            path.clone(),
+            Some(text.as_str()),
+        ),
+        Source::Text { text, path: None } => {
+            ("WORKFLOW".to_string(), PathBuf::new(), Some(text.as_str()))
+        }
+        Source::Ir(_) => ("WORKFLOW".to_string(), PathBuf::new(), None),
     };
+    let saved = crate::library_cmd::unsaved(name, path, text, &workflow);
     Ok(Outcome::Done(crate::library_cmd::described(&saved)))
 }
 
@@ -300,18 +307,9 @@ fn workflow_validate(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
 
 /// Static errors as the one error shape, with the whole report beside them.
 fn invalid(report: &pflow_validate::Report) -> Outcome {
-    let category = match report.errors.first().map(|issue| issue.kind) {
-        Some(pflow_validate::IssueKind::NodeType) => "unknown_node_type",
-        _ => "invalid_workflow",
-    };
-    let message = report
-        .errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n\n");
     Outcome::Failed(json!({
-        "source": "host", "category": category, "fixable": true, "message": message,
+        "source": "host", "category": crate::validate_cmd::refused_category(report),
+        "fixable": true, "message": crate::validate_cmd::refused_message(report),
         "validation": report,
     }))
 }
@@ -328,10 +326,7 @@ fn workflow_execute(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
         .map_err(|e| failed("invalid_workflow", true, e.to_string()))?;
     let (live, note) = live(call);
     let dry = (!live).then(|| Arc::new(DryRun::default()));
-    let library = crate::library_cmd::library(&call.host.home);
-    if let Some(name) = source.path().and_then(|path| library.name_of(path)) {
-        library.record_run(&name);
-    }
+    crate::library_cmd::count_run(&call.host.home, source.path());
     let total = workflow.nodes.len() as u32;
     let mut done = 0;
     let progress = &mut *call.progress;
@@ -430,12 +425,7 @@ fn workflow_save(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
 
 fn registry_find(call: &mut Call<'_>) -> Result<Outcome, Outcome> {
     let query = text(call, "query")?;
-    let matches: Vec<Value> = crate::registry_cmd::ranked(call.host, query, limit(call))
-        .into_iter()
-        .map(|(node_type, description, score)| {
-            json!({"type": node_type, "description": description, "score": (score * 1000.0).round() / 1000.0})
-        })
-        .collect();
+    let matches = crate::registry_cmd::matches(call.host, query, limit(call));
     Ok(Outcome::Done(json!({ "matches": matches })))
 }
 
