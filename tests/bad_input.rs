@@ -249,3 +249,28 @@ fn malformed_documents_never_panic() {
         );
     }
 }
+
+/// `pflow-host ... | head`: a reader that goes away before the output is written ends the
+/// command quietly, as it ends ripgrep, instead of a panic on the broken pipe.
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    let home = TestHome::new();
+    for args in [
+        &["guide"][..],
+        &["registry", "list"],
+        &["registry", "find", "shell"],
+    ] {
+        let mut child = home
+            .command()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -122,14 +122,14 @@ pub fn print_report(report: &RunReport) {
             1 => {
                 let value = report.outputs.values().next().expect("one output");
                 match value {
-                    Value::String(text) => println!("{}", text.trim_end_matches('\n')),
-                    other => println!(
+                    Value::String(text) => outln!("{}", text.trim_end_matches('\n')),
+                    other => outln!(
                         "{}",
                         serde_json::to_string_pretty(other).unwrap_or_default()
                     ),
                 }
             }
-            _ => println!(
+            _ => outln!(
                 "{}",
                 serde_json::to_string_pretty(&report.outputs).unwrap_or_default()
             ),

@@ -38,7 +38,7 @@ pub fn matches(home: &PflowHome, query: &str, limit: usize) -> Vec<Value> {
 pub fn run(home: &PflowHome, args: FindArgs) -> Result<u8> {
     let matches = matches(home, &args.query, args.limit);
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&matches)?);
+        outln!("{}", serde_json::to_string_pretty(&matches)?);
         return Ok(0);
     }
     if matches.is_empty() {
@@ -48,7 +48,7 @@ pub fn run(home: &PflowHome, args: FindArgs) -> Result<u8> {
     let name = |m: &Value| m["name"].as_str().unwrap_or_default().to_string();
     let width = matches.iter().map(|m| name(m).len()).max().unwrap_or(0);
     for m in &matches {
-        println!(
+        outln!(
             "{:width$}  {:5.2}  {}",
             name(m),
             m["score"].as_f64().unwrap_or_default(),

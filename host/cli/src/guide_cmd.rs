@@ -45,6 +45,6 @@ pub fn run(args: GuideArgs) -> Result<u8> {
         .filter_map(|topic| TOPICS.iter().find(|(name, _)| name == topic))
         .map(|(_, text)| *text)
         .collect();
-    println!("{}", texts.join("\n---\n\n"));
+    outln!("{}", texts.join("\n---\n\n"));
     Ok(0)
 }

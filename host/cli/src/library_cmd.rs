@@ -207,7 +207,7 @@ pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
     let saved = listed(home, &args.keywords);
     if args.output_format == OutputFormat::Json {
         let list: Vec<Value> = saved.iter().map(summary).collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
     if saved.is_empty() {
@@ -222,9 +222,11 @@ pub fn list(home: &PflowHome, args: ListArgs) -> Result<u8> {
     }
     let width = saved.iter().map(|s| s.name.len()).max().unwrap_or(0);
     for s in &saved {
-        println!(
+        outln!(
             "{:width$}  {:>4} runs  {}",
-            s.name, s.run_count, s.description
+            s.name,
+            s.run_count,
+            s.description
         );
     }
     Ok(0)
@@ -247,15 +249,15 @@ pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
     };
     let document = described(&saved);
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        outln!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(0);
     }
-    println!("{}: {}", saved.name, saved.description);
+    outln!("{}: {}", saved.name, saved.description);
     for (title, field) in [("inputs", "inputs"), ("outputs", "outputs")] {
         let Some(entries) = document[field].as_object().filter(|e| !e.is_empty()) else {
             continue;
         };
-        println!("  {title}:");
+        outln!("  {title}:");
         for (name, spec) in entries {
             let mut facts = vec![spec["type"].as_str().unwrap_or("any").to_string()];
             if field == "inputs" {
@@ -265,14 +267,14 @@ pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
                     None => facts.push("optional".to_string()),
                 }
             }
-            println!(
+            outln!(
                 "    {name} ({}): {}",
                 facts.join(", "),
                 spec["description"].as_str().unwrap_or("")
             );
         }
     }
-    println!(
+    outln!(
         "  node types: {}",
         document["node_types"]
             .as_array()
@@ -283,7 +285,7 @@ pub fn describe(home: &PflowHome, args: NameArgs) -> Result<u8> {
                 .join(", "))
             .unwrap_or_default()
     );
-    println!(
+    outln!(
         "  run: pflow-host {}{}",
         saved.name,
         example_inputs(&saved.ir)
@@ -339,14 +341,14 @@ pub fn history(home: &PflowHome, args: NameArgs) -> Result<u8> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
     if runs.is_empty() {
         eprintln!("'{}' has not run yet.", saved.name);
     }
     for c in &runs {
-        println!(
+        outln!(
             "{}  {:?}  {} node(s) completed",
             c.meta.run_id,
             c.meta.status,

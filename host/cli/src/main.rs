@@ -1,5 +1,16 @@
 //! `pflow-host`: run pflow workflows with every node sandboxed as a WebAssembly component.
 
+/// `print!`/`println!` for the command's output on stdout, except that a reader that went away
+/// (`pflow-host ... | head`) ends the process quietly instead of panicking, as ripgrep does.
+/// (SIGPIPE cannot simply be restored: the host writes to its nodes' commands through pipes.)
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write(format_args!($($arg)*), false) };
+}
+macro_rules! outln {
+    () => { $crate::output::write(format_args!(""), true) };
+    ($($arg:tt)*) => { $crate::output::write(format_args!($($arg)*), true) };
+}
+
 mod builtins;
 mod display;
 mod find_cmd;
@@ -7,6 +18,7 @@ mod guide_cmd;
 mod library_cmd;
 mod mcp_cmd;
 mod mcp_serve;
+mod output;
 mod plan_cmd;
 mod plan_display;
 mod probe_cmd;

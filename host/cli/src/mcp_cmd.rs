@@ -91,7 +91,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             let mut file = load()?;
             file.servers.insert(name.clone(), config);
             file.save(&config_path).map_err(|e| anyhow!(e))?;
-            println!(
+            outln!(
                 "Added MCP server '{name}'. Run `pflow-host mcp sync {name}` to record its tools."
             );
             Ok(0)
@@ -104,11 +104,11 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             let file = load()?;
             let tools = ToolsFile::load(&tools_path);
             if output_format == OutputFormat::Json {
-                println!("{}", serde_json::to_string_pretty(&file)?);
+                outln!("{}", serde_json::to_string_pretty(&file)?);
                 return Ok(0);
             }
             if file.servers.is_empty() {
-                println!("No MCP servers configured. Add one with `pflow-host mcp add NAME -- COMMAND ARGS...`.");
+                outln!("No MCP servers configured. Add one with `pflow-host mcp add NAME -- COMMAND ARGS...`.");
             }
             for (name, server) in &file.servers {
                 let how = match (&server.url, &server.command) {
@@ -120,7 +120,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                     Some(list) => format!("{} tool(s)", list.len()),
                     None => "not synced".to_string(),
                 };
-                println!("{name}  {}  [{synced}]", how.trim_end());
+                outln!("{name}  {}  [{synced}]", how.trim_end());
             }
             Ok(0)
         }
@@ -135,7 +135,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
             if tools.servers.remove(&name).is_some() {
                 tools.save(&tools_path).map_err(|e| anyhow!(e))?;
             }
-            println!("Removed MCP server '{name}'.");
+            outln!("Removed MCP server '{name}'.");
             Ok(0)
         }
         McpCommand::Sync { name, timeout } => {
@@ -162,7 +162,7 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 }
                 match sessions.list_tools(&name, Instant::now() + timeout, &cancel) {
                     Ok(list) => {
-                        println!("{name}: {} tool(s)", list.len());
+                        outln!("{name}: {} tool(s)", list.len());
                         tools.servers.insert(name, list);
                     }
                     Err(e) => {
@@ -205,14 +205,14 @@ pub fn run(host: &Host, command: McpCommand) -> Result<u8> {
                 })
                 .collect();
             if output_format == OutputFormat::Json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                outln!("{}", serde_json::to_string_pretty(&rows)?);
             } else if rows.is_empty() {
-                println!("No tools recorded. Run `pflow-host mcp sync` first.");
+                outln!("No tools recorded. Run `pflow-host mcp sync` first.");
             } else {
                 for row in rows {
                     let description = row["description"].as_str().unwrap_or_default();
                     let first_line = description.lines().next().unwrap_or_default();
-                    println!("{}  {first_line}", row["type"].as_str().unwrap_or_default());
+                    outln!("{}  {first_line}", row["type"].as_str().unwrap_or_default());
                 }
             }
             Ok(0)

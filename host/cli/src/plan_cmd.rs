@@ -350,7 +350,7 @@ fn planning_failed(json_output: bool, output: Option<&PlannerOutput>, message: &
 }
 
 fn print_json(document: &Value) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string_pretty(document).unwrap_or_default()
     );

@@ -148,16 +148,16 @@ pub fn probe(host: &Host, args: ProbeArgs) -> Result<u8> {
         }
     };
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&probe)?);
+        outln!("{}", serde_json::to_string_pretty(&probe)?);
         return Ok(exit::of(probe.status));
     }
     let execution = &probe.execution_id;
-    println!("execution {execution} ({}): {:?}", probe.mode, probe.status);
+    outln!("execution {execution} ({}): {:?}", probe.mode, probe.status);
     if let Some(error) = &probe.error {
-        println!("  error [{}]: {}", error.category, error.message);
+        outln!("  error [{}]: {}", error.category, error.message);
     }
     for path in &probe.paths {
-        println!(
+        outln!(
             "  ${{{}}}  {}{}",
             path.path,
             path.kind,
@@ -165,12 +165,12 @@ pub fn probe(host: &Host, args: ProbeArgs) -> Result<u8> {
         );
     }
     for skip in &probe.not_done {
-        println!("  not done ({}): {}", skip.capability, skip.reason);
+        outln!("  not done ({}): {}", skip.capability, skip.reason);
     }
     for effect in &probe.would_change {
-        println!("  would be {:?}: {}", effect.change, effect.path.display());
+        outln!("  would be {:?}: {}", effect.change, effect.path.display());
     }
-    println!("Read values with: pflow-host read-fields {execution} {NODE_ID}.<path>");
+    outln!("Read values with: pflow-host read-fields {execution} {NODE_ID}.<path>");
     Ok(exit::of(probe.status))
 }
 
@@ -269,12 +269,12 @@ pub fn read_fields(home: &PflowHome, args: ReadFieldsArgs) -> Result<u8> {
         eprintln!("error: {message}");
     }
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&values)?);
+        outln!("{}", serde_json::to_string_pretty(&values)?);
     } else {
         for (path, value) in &values {
             match value {
-                Value::String(text) => println!("{path} = {text}"),
-                other => println!("{path} = {}", serde_json::to_string_pretty(other)?),
+                Value::String(text) => outln!("{path} = {text}"),
+                other => outln!("{path} = {}", serde_json::to_string_pretty(other)?),
             }
         }
     }

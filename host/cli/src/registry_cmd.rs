@@ -155,7 +155,7 @@ pub fn matches(host: &Host, query: &str, limit: usize) -> Vec<serde_json::Value>
 fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> Result<u8> {
     if output_format == OutputFormat::Json {
         let list = matches(host, query, limit);
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(0);
     }
     let matches = ranked(host, query, limit);
@@ -168,7 +168,7 @@ fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> 
         .max()
         .unwrap_or(0);
     for (name, description, score) in &matches {
-        println!("{name:width$}  {score:5.2}  {description}");
+        outln!("{name:width$}  {score:5.2}  {description}");
     }
     Ok(0)
 }
@@ -220,7 +220,7 @@ fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Resul
     if output_format == OutputFormat::Json {
         let types: Vec<&serde_json::Value> = listed.iter().map(|l| &l.document).collect();
         let document = json!({"plugins": types, "problems": host.registry.problems});
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        outln!("{}", serde_json::to_string_pretty(&document)?);
         return Ok(0);
     }
     if listed.is_empty() {
@@ -231,9 +231,12 @@ fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Resul
     }
     let width = listed.iter().map(|l| l.name.len()).max().unwrap_or(0);
     for entry in &listed {
-        println!(
+        outln!(
             "{:width$}  {:8}  [{}]  {}",
-            entry.name, entry.origin, entry.capabilities, entry.description
+            entry.name,
+            entry.origin,
+            entry.capabilities,
+            entry.description
         );
     }
     for problem in &host.registry.problems {
@@ -250,25 +253,25 @@ fn describe(
     output_format: OutputFormat,
 ) -> Result<u8> {
     if output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(document)?);
+        outln!("{}", serde_json::to_string_pretty(document)?);
         return Ok(0);
     }
     let text = |key: &str| document[key].as_str().unwrap_or_default().to_string();
-    println!("{}: {}", text("type"), text("description"));
+    outln!("{}: {}", text("type"), text("description"));
     match document.get("server") {
-        Some(server) => println!("  from: MCP server {} (tool {})", server, document["tool"]),
-        None => println!("  from: {} ({})", text("path"), text("origin")),
+        Some(server) => outln!("  from: MCP server {} (tool {})", server, document["tool"]),
+        None => outln!("  from: {} ({})", text("path"), text("origin")),
     }
-    println!("  capabilities: {capabilities}");
+    outln!("  capabilities: {capabilities}");
     for title in ["params", "outputs"] {
-        println!("  {title}:");
+        outln!("  {title}:");
         for port in document[title].as_array().into_iter().flatten() {
             let required = if port["required"] == true {
                 ", required"
             } else {
                 ""
             };
-            println!(
+            outln!(
                 "    {} ({}{required}): {}",
                 port["name"].as_str().unwrap_or_default(),
                 port["type"].as_str().unwrap_or_default(),

@@ -102,7 +102,7 @@ pub fn report(home: &PflowHome, args: ReportArgs) -> Result<u8> {
             );
         }
     }
-    print!("{text}");
+    out!("{text}");
     Ok(0)
 }
 
@@ -126,7 +126,7 @@ fn llm_usage(outputs: &Value) -> (u64, u64, f64) {
 pub fn mermaid(args: MermaidArgs) -> Result<u8> {
     let text = crate::workflow_file::read(&args.file)?;
     let workflow = crate::workflow_file::parse(&args.file, &text)?;
-    print!("{}", flowchart(&workflow));
+    out!("{}", flowchart(&workflow));
     Ok(0)
 }
 

@@ -124,7 +124,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
                           "message": message},
                 "validation": checked,
             });
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            outln!("{}", serde_json::to_string_pretty(&document)?);
         } else {
             crate::validate_cmd::print_issues(&checked);
         }
@@ -194,7 +194,7 @@ pub fn run(host: &Host, mut args: RunArgs) -> Result<u8> {
     if json_output {
         let mut document = display::report_document(&report);
         document["run_id"] = json!(run_id);
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        outln!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         display::print_report(&report);
         print_resume_hint(&report, run_id);
@@ -384,7 +384,7 @@ fn finish_with_repair(
         if let Some(Ok((path, _))) = &written {
             document["repair"]["written"] = json!(path);
         }
-        println!("{}", serde_json::to_string_pretty(&document)?);
+        outln!("{}", serde_json::to_string_pretty(&document)?);
     } else {
         match (&outcome.status, &outcome.report) {
             (RepairStatus::Repaired, Some(report)) => {
@@ -516,7 +516,7 @@ fn cannot_start(json_output: bool, category: &str, message: &str) -> u8 {
             "nodes": [],
             "error": {"source": "host", "category": category, "fixable": false, "message": message},
         });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&document).unwrap_or_default()
         );

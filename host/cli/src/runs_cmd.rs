@@ -36,7 +36,7 @@ pub fn run(home: &PflowHome, command: RunsCommand) -> Result<u8> {
             let list: Vec<Checkpoint> = runs.list().into_iter().take(limit).collect();
             if output_format == OutputFormat::Json {
                 let runs: Vec<_> = list.iter().map(summary).collect();
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&json!({ "runs": runs }))?
                 );
@@ -47,7 +47,7 @@ pub fn run(home: &PflowHome, command: RunsCommand) -> Result<u8> {
             }
             for checkpoint in &list {
                 let meta = &checkpoint.meta;
-                println!(
+                outln!(
                     "{:<22} {:<9} {:>3}/{:<3} {:>8}  {}",
                     meta.run_id,
                     format!("{:?}", meta.status).to_lowercase(),
@@ -75,12 +75,12 @@ pub fn run(home: &PflowHome, command: RunsCommand) -> Result<u8> {
                 document["nodes"] = json!(checkpoint.nodes);
                 document["__execution__"] = json!(checkpoint.state.execution);
                 document["next_node"] = json!(checkpoint.state.next_node);
-                println!("{}", serde_json::to_string_pretty(&document)?);
+                outln!("{}", serde_json::to_string_pretty(&document)?);
                 return Ok(0);
             }
             let meta = &checkpoint.meta;
-            println!("run {} ({})", meta.run_id, workflow_name(&checkpoint));
-            println!(
+            outln!("run {} ({})", meta.run_id, workflow_name(&checkpoint));
+            outln!(
                 "  status: {}, updated {}",
                 format!("{:?}", meta.status).to_lowercase(),
                 age(meta.updated_at)
@@ -97,13 +97,13 @@ pub fn run(home: &PflowHome, command: RunsCommand) -> Result<u8> {
                 } else {
                     format!("{:.1} ms", node.duration_ms)
                 };
-                println!("  {mark} {} ({}) {time}", node.id, node.node_type);
+                outln!("  {mark} {} ({}) {time}", node.id, node.node_type);
                 if let Some(error) = &node.error {
-                    println!("      {error}");
+                    outln!("      {error}");
                 }
             }
             if meta.status != runs::RunStatus::Succeeded {
-                println!("Resume with: pflow-host run --resume {}", meta.run_id);
+                outln!("Resume with: pflow-host run --resume {}", meta.run_id);
             }
             Ok(0)
         }

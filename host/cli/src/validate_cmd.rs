@@ -58,7 +58,7 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
         validate_text(text, &host.registry, inputs.as_ref())
     };
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for issue in report.errors.iter().chain(&report.warnings) {
             print_issue(issue);
@@ -68,7 +68,7 @@ pub fn run(host: &Host, args: ValidateArgs) -> Result<u8> {
             (0, w) => format!("Workflow is valid, with {w} warning(s)."),
             (e, w) => format!("Workflow is invalid: {e} error(s), {w} warning(s)."),
         };
-        println!("{summary}");
+        outln!("{summary}");
     }
     Ok(if report.valid { 0 } else { exit::FAILED })
 }
@@ -105,7 +105,7 @@ pub(crate) fn print_issues(report: &pflow_validate::Report) {
 fn print_issue(issue: &Issue) {
     let mut lines = issue.to_string();
     lines = lines.replace('\n', "\n  ");
-    println!("{lines}\n");
+    outln!("{lines}\n");
 }
 
 fn runtime(
@@ -126,7 +126,7 @@ fn runtime(
                     "runtime_attempts": args.attempts,
                     "runtime_errors": [issue],
                 });
-                println!("{}", serde_json::to_string_pretty(&document)?);
+                outln!("{}", serde_json::to_string_pretty(&document)?);
             } else {
                 eprintln!("error: {error}");
             }
@@ -150,7 +150,7 @@ fn runtime(
         return Ok(exit::CANCELLED);
     }
     if args.output_format == OutputFormat::Json {
-        println!("{}", serde_json::to_string_pretty(&validation)?);
+        outln!("{}", serde_json::to_string_pretty(&validation)?);
     } else {
         print_runtime(&validation);
     }
@@ -163,18 +163,19 @@ fn runtime(
 
 fn print_runtime(validation: &RuntimeValidation) {
     let mode = if validation.live { "live" } else { "dry" };
-    println!("Runtime validation ({mode} run): {:?}", validation.route);
+    outln!("Runtime validation ({mode} run): {:?}", validation.route);
     if !validation.executed.is_empty() {
-        println!("  ran: {}", validation.executed.join(", "));
+        outln!("  ran: {}", validation.executed.join(", "));
     }
     for unverified in &validation.unverified {
-        println!(
+        outln!(
             "  not run for real: {} ({})",
-            unverified.node_id, unverified.reason
+            unverified.node_id,
+            unverified.reason
         );
     }
     for effect in &validation.effects {
-        println!(
+        outln!(
             "  {} would be {:?}: {}",
             effect.node_id,
             effect.change,
@@ -182,7 +183,7 @@ fn print_runtime(validation: &RuntimeValidation) {
         );
     }
     for template in &validation.unverified_templates {
-        println!("  unverified template: {template}");
+        outln!("  unverified template: {template}");
     }
     for error in &validation.runtime_errors {
         let fixable = if error.fixable {
@@ -190,9 +191,12 @@ fn print_runtime(validation: &RuntimeValidation) {
         } else {
             "not fixable"
         };
-        println!(
+        outln!(
             "  {} ({}) [{}, {fixable}]: {}",
-            error.node_id, error.node_type, error.category, error.message
+            error.node_id,
+            error.node_type,
+            error.category,
+            error.message
         );
     }
 }
