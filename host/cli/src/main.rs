@@ -21,6 +21,7 @@ mod mcp_serve;
 mod output;
 mod plan_cmd;
 mod plan_display;
+mod plugin_cmd;
 mod probe_cmd;
 mod registry_cmd;
 mod report_cmd;
@@ -70,6 +71,9 @@ enum Command {
     /// Manage MCP servers and record their tools as node types.
     #[command(subcommand)]
     Mcp(mcp_cmd::McpCommand),
+    /// Write a node in Rust, Python, JavaScript or C: `plugin new`, `plugin build`, `plugin list`.
+    #[command(subcommand)]
+    Plugin(plugin_cmd::PluginCommand),
     /// Show the node types that are installed.
     #[command(subcommand)]
     Registry(registry_cmd::RegistryCommand),
@@ -165,6 +169,13 @@ fn main() -> ExitCode {
             open().and_then(|host| mcp_serve::serve(host, args))
         }
         Some(Command::Mcp(command)) => open().and_then(|host| mcp_cmd::run(&host, command)),
+        Some(Command::Plugin(plugin_cmd::PluginCommand::New(args))) => plugin_cmd::new(args),
+        Some(Command::Plugin(plugin_cmd::PluginCommand::Build(args))) => {
+            plugin_cmd::build(&PflowHome::from_env(), open, args)
+        }
+        Some(Command::Plugin(plugin_cmd::PluginCommand::List { output_format })) => {
+            open().and_then(|host| plugin_cmd::list(&host, output_format))
+        }
         Some(Command::Registry(command)) => {
             open().and_then(|host| registry_cmd::run(&host, command))
         }

@@ -283,7 +283,7 @@ fn describe(
 }
 
 /// `log, process (denied)`.
-fn capabilities_text(capabilities: &[Capability], denied: &[Capability]) -> String {
+pub fn capabilities_text(capabilities: &[Capability], denied: &[Capability]) -> String {
     let names: Vec<String> = capabilities
         .iter()
         .map(|c| {
