@@ -9,6 +9,7 @@
 mod attempt;
 mod batch;
 pub mod bindings;
+mod bounded_clock;
 pub mod cancel;
 pub mod capabilities;
 pub mod confine;

@@ -35,6 +35,7 @@ impl Sandbox {
         let engine = Engine::new(&config).map_err(anyhow::Error::from)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        crate::bounded_clock::add_to_linker(&mut linker).map_err(anyhow::Error::from)?;
         Node::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |state| state)
             .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
@@ -152,6 +153,7 @@ impl Sandbox {
 }
 
 /// What one execution is: who runs, under which limits and grants.
+#[derive(Clone)]
 pub struct Execution<'a> {
     pub node_id: &'a str,
     pub node_type: &'a str,
@@ -249,8 +251,13 @@ fn classify_trap(
             _ => sandbox(
                 category::TIMEOUT,
                 format!(
-                    "The node was still running after its {:.1} s wall-time limit and was stopped; raise sandbox.timeout_seconds if it needs longer.",
-                    limits.timeout.as_secs_f64()
+                    "The node was still running after its {:.1} s wall-time limit and was stopped; raise {} if it needs longer.",
+                    limits.timeout.as_secs_f64(),
+                    if limits.timeout_from_param {
+                        "the node's timeout param"
+                    } else {
+                        "sandbox.timeout_seconds"
+                    }
                 ),
             ),
         },
