@@ -169,6 +169,7 @@ impl Registry {
         settings: &PluginSettings,
     ) -> Registry {
         let engine_dir = cache_dir.join(engine_key(sandbox));
+        let mut digests = DigestCache::open(cache_dir.join("digests.json"));
         let mut registry = Registry {
             plugins: BTreeMap::new(),
             native: crate::subworkflow::spec(),
@@ -177,7 +178,10 @@ impl Registry {
         };
         for dir in dirs {
             for path in component_files(&dir.path) {
-                match load_plugin(sandbox, &path, dir.origin, &engine_dir, settings) {
+                let loaded = digests.digest(&path).and_then(|hash| {
+                    load_plugin(sandbox, &path, hash, dir.origin, &engine_dir, settings)
+                });
+                match loaded {
                     Ok(plugin) => {
                         if let Some(first) = registry.plugins.get(&plugin.spec.name) {
                             registry.problems.push(format!(
@@ -196,6 +200,7 @@ impl Registry {
                 }
             }
         }
+        digests.save();
         registry
     }
 
@@ -307,12 +312,11 @@ fn engine_key(sandbox: &Sandbox) -> String {
 fn load_plugin(
     sandbox: &Sandbox,
     path: &Path,
+    hash: String,
     origin: Origin,
     engine_dir: &Path,
     settings: &PluginSettings,
 ) -> Result<Plugin, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    let hash = hex(&Sha256::digest(&bytes));
     let cache_file = engine_dir.join(format!("{hash}.cwasm"));
     let spec_file = engine_dir.join(format!("{hash}.json"));
 
@@ -323,6 +327,7 @@ fn load_plugin(
     let (spec, compiled) = match cached_spec {
         Some(spec) => (spec, None),
         None => {
+            let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
             let component = compile_and_store(sandbox, &bytes, &cache_file)?;
             let spec = describe(sandbox, &component)?;
             write_atomically(
@@ -451,6 +456,81 @@ fn load_or_compile(
                 CacheUse::Compiled,
             ))
         }
+    }
+}
+
+/// Each component file's SHA-256, remembered by its size, modification time and inode: hashing
+/// every component at every start costs milliseconds per megabyte (a Python node is 20 MB).
+struct DigestCache {
+    file: PathBuf,
+    entries: BTreeMap<String, StampedDigest>,
+    changed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct StampedDigest {
+    size: u64,
+    modified_ns: u128,
+    inode: u64,
+    sha256: String,
+}
+
+impl DigestCache {
+    fn open(file: PathBuf) -> Self {
+        let entries = std::fs::read(&file)
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_default();
+        DigestCache {
+            file,
+            entries,
+            changed: false,
+        }
+    }
+
+    fn digest(&mut self, path: &Path) -> Result<String, String> {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = std::fs::metadata(path).map_err(|e| e.to_string())?;
+        let modified_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let key = path.to_string_lossy().into_owned();
+        if let Some(known) = self.entries.get(&key) {
+            if known.size == metadata.len()
+                && known.modified_ns == modified_ns
+                && known.inode == metadata.ino()
+            {
+                return Ok(known.sha256.clone());
+            }
+        }
+        let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+        let sha256 = hex(&Sha256::digest(&bytes));
+        self.entries.insert(
+            key,
+            StampedDigest {
+                size: bytes.len() as u64,
+                modified_ns,
+                inode: metadata.ino(),
+                sha256: sha256.clone(),
+            },
+        );
+        self.changed = true;
+        Ok(sha256)
+    }
+
+    /// Keeps what was learnt; a cache that cannot be written only costs time later.
+    fn save(&mut self) {
+        if !self.changed {
+            return;
+        }
+        self.entries.retain(|path, _| Path::new(path).exists());
+        let text = serde_json::to_vec(&self.entries).unwrap_or_default();
+        if let Err(e) = write_atomically(&self.file, &text) {
+            tracing::warn!("cannot cache component digests: {e}");
+        }
+        self.changed = false;
     }
 }
 
