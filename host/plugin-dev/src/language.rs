@@ -63,7 +63,7 @@ impl Language {
     /// that made it recorded (a guess for components built elsewhere).
     pub fn of_component(bytes: &[u8]) -> Option<Language> {
         let stamped = wasm_metadata::Producers::from_wasm(bytes).ok().flatten();
-        if let Some(language) = stamped.as_ref().and_then(|p| stamped_language(p)) {
+        if let Some(language) = stamped.as_ref().and_then(stamped_language) {
             return Some(language);
         }
         let names = nested_languages(bytes);

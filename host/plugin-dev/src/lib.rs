@@ -17,7 +17,7 @@
 
 pub mod componentize;
 mod error;
-mod lang;
+pub mod lang;
 pub mod language;
 pub mod scaffold;
 pub mod toolchain;

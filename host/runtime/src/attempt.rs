@@ -66,6 +66,19 @@ impl RunOnce for ComponentRun<'_> {
         exec: &Execution<'_>,
         params: &Map<String, Value>,
     ) -> (Result<Outcome, NodeFailure>, Option<CacheUse>) {
+        let limits = exec
+            .limits
+            .narrowed_by_params(&self.plugin.spec.params, params);
+        let narrowed;
+        let exec = if limits == exec.limits {
+            exec
+        } else {
+            narrowed = Execution {
+                limits,
+                ..exec.clone()
+            };
+            &narrowed
+        };
         match self.plugin.prepared(self.sandbox) {
             Ok((pre, cache)) => (self.sandbox.run(pre, exec, params), Some(cache)),
             Err(e) => (Err(e.at(exec.node_id, exec.node_type)), None),

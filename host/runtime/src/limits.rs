@@ -18,6 +18,9 @@ pub struct Limits {
     pub timeout: Duration,
     /// Cap on the JSON a node returns, and on each captured stream of a command it runs.
     pub output_bytes: u64,
+    /// Whether the node's own timeout param narrowed `timeout` (see `narrowed_by_params`).
+    #[serde(skip)]
+    pub timeout_from_param: bool,
 }
 
 impl Default for Limits {
@@ -28,6 +31,7 @@ impl Default for Limits {
             memory_bytes: 256 * MIB,
             timeout: Duration::from_secs(60),
             output_bytes: 16 * MIB,
+            timeout_from_param: false,
         }
     }
 }
@@ -49,6 +53,49 @@ impl Limits {
             self.output_bytes = (mb * MIB as f64) as u64;
         }
         self
+    }
+}
+
+/// The schema mark of a param that bounds the node's own wall time, in seconds (the `code`
+/// node's `timeout`): nothing inside a sandbox can interrupt the guest, so the host enforces it.
+pub const WALL_TIME_MARK: &str = "x-pflow-wall-time";
+
+impl Limits {
+    /// These limits with the wall time narrowed by the params whose schema carries
+    /// `WALL_TIME_MARK` (their value, or the schema's `default`). They only ever narrow: a
+    /// param cannot lift the sandbox's own limit.
+    pub fn narrowed_by_params(
+        mut self,
+        ports: &[pflow_validate::Port],
+        params: &serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        for port in ports {
+            let Some(schema) = &port.schema else { continue };
+            if schema.get(WALL_TIME_MARK).and_then(|v| v.as_str()) != Some("seconds") {
+                continue;
+            }
+            let seconds = params
+                .get(&port.name)
+                .and_then(as_seconds)
+                .or_else(|| schema.get("default").and_then(as_seconds));
+            if let Some(seconds) = seconds.filter(|s| s.is_finite() && *s > 0.0) {
+                let bound = Duration::from_secs_f64(seconds.min(self.timeout.as_secs_f64()));
+                if bound < self.timeout {
+                    self.timeout = bound;
+                    self.timeout_from_param = true;
+                }
+            }
+        }
+        self
+    }
+}
+
+/// A number, or a string holding one (template results arrive as text).
+fn as_seconds(value: &serde_json::Value) -> Option<f64> {
+    match value {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
     }
 }
 
