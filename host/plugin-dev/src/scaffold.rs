@@ -91,7 +91,7 @@ fn readme(language: Language) -> String {
             "Python",
             "`app.py`",
             "componentize-py, in a virtual environment under ~/.pflow/toolchains",
-            "## Python notes\n\n- componentize-py bundles CPython 3 and its standard library with `app.py`; the\n  component is about 18 MB and compiles once, in about 10 s, on first use.\n- `wit_world` is generated from `wit/`: `wit_world.imports.<capability>` holds the imported\n  functions, `wit_world.imports.types` the records. Raise `componentize_py_types.Err(NodeError(...))`\n  to fail.\n- Packages from PyPI: install them into the project directory (`pip install --target .`),\n  pure-Python ones only.\n",
+            "## Python notes\n\n- componentize-py bundles CPython with `app.py`, initialised at build time: the\n  component is about 18 MB and compiles once, in about 10 s, on first use.\n- Only the modules imported while `app.py` loads are in the component; the standard library's\n  files are not in the sandbox at run time. Import everything at the top of `app.py`,\n  including modules the standard library loads lazily (`heapq` for `Counter.most_common`).\n- `wit_world` is generated from `wit/`: `wit_world.imports.<capability>` holds the imported\n  functions, `wit_world.imports.types` the records. Raise `componentize_py_types.Err(NodeError(...))`\n  to fail.\n- Packages from PyPI: install them into the project directory (`pip install --target .`),\n  pure-Python ones only.\n",
         ),
         Language::JavaScript => (
             "JavaScript",

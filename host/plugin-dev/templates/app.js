@@ -15,7 +15,16 @@ export function describe() {
 }
 
 export function run(params) {
-  const { text } = JSON.parse(params);
+  try {
+    return upper(JSON.parse(params));
+  } catch (error) {
+    // A node-error passes through; anything else (a bug) is reported, not left to crash.
+    if (error && typeof error.category === 'string') throw error;
+    throw { category: 'node_bug', message: String(error), fixable: false, attempted: [], available: [] };
+  }
+}
+
+function upper({ text }) {
   if (typeof text !== 'string') {
     throw {
       category: 'bad_params',
