@@ -8,11 +8,12 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 default:
     @just --list
 
-# Install the wasm toolchain (Debian's rustc 1.63 with wasm32-wasi) when it is missing
+# Install the wasm toolchains when missing: Debian's rustc 1.63 with wasm32-wasi, componentize-py
 setup:
     cargo run -q -p pflow-plugin-build -- toolchain
 
-# Build every plugin crate into a component: built-ins in target/plugins, test plugins in target/test-plugins
+# Build every plugin into a component: built-ins in target/plugins (the Rust crates, and the
+# `code` node in Python), test plugins in target/test-plugins
 plugins:
     cargo run -q -p pflow-plugin-build
 
@@ -34,8 +35,9 @@ demo: build
         ./target/release/pflow-host "count the words in README.md" --model claude-sonnet-4-5 --yes
 
 # The real peers the tests talk to: MCP servers from npm, the MCP and httpbin packages from PyPI,
-# bubblewrap (the dry-run fallback) from Debian
+# bubblewrap (the dry-run fallback) from Debian; and the JavaScript and C node toolchains
 test-peers:
+    cargo run -q -p pflow-plugin-build -- toolchain --all
     command -v bwrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap \
         || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap)
     npm ci --prefix tests/mcp --no-audit --no-fund --loglevel=error
@@ -68,5 +70,6 @@ bench: build test-peers
     cargo bench -p pflow-host --bench run_example
     cargo bench -p pflow-host --bench vs_pflow
     cargo bench -p pflow-host --bench agent_tools
+    cargo bench -p pflow-host --bench language_nodes
     cargo bench -p pflow-runtime --bench batch_overhead
     cargo bench -p pflow-planner --bench planner_overhead

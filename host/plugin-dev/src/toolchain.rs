@@ -110,6 +110,12 @@ impl Toolchains {
 
     /// clang with wasi-libc and the wasm32 compiler-rt builtins.
     pub fn clang(&self, progress: Progress<'_>) -> Result<PathBuf, Error> {
+        if clang_targets_wasi() {
+            return Ok(PathBuf::from("clang"));
+        }
+        // apt takes one install at a time: concurrent builds wait for the first.
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let _lock = FileLock::acquire(&self.dir.join(".c.lock"), progress)?;
         if !clang_targets_wasi() {
             apt_install(DEBIAN_C, "clang for wasm32-wasi", progress)?;
             if !clang_targets_wasi() {

@@ -39,7 +39,12 @@ enum Action {
     },
     /// Install the wasm toolchains the built-in plugins need if they are missing (Rust; Python
     /// for the `code` node), and say which Rust one will be used.
-    Toolchain,
+    Toolchain {
+        /// Also JavaScript (componentize-js) and C (clang, wasi-libc): what the tests of
+        /// `plugin build` use.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -54,9 +59,14 @@ fn main() -> Result<()> {
             println!("wrote {}", output.display());
             Ok(())
         }
-        Action::Toolchain => {
+        Action::Toolchain { all } => {
             let toolchain = RustToolchain::find_or_install(&progress)?;
-            toolchains(&cli.root).componentize_py(&progress)?;
+            let toolchains = toolchains(&cli.root);
+            toolchains.componentize_py(&progress)?;
+            if all {
+                toolchains.componentize_js(&progress)?;
+                toolchains.clang(&progress)?;
+            }
             println!("wasm toolchain: {}", toolchain.describe());
             Ok(())
         }
