@@ -32,8 +32,12 @@ pub struct Toolchains {
 }
 
 impl Toolchains {
+    /// Toolchains in `dir`, made absolute: the tools run from the project's directory.
     pub fn at(dir: impl Into<PathBuf>) -> Self {
-        Toolchains { dir: dir.into() }
+        let dir = dir.into();
+        Toolchains {
+            dir: std::path::absolute(&dir).unwrap_or(dir),
+        }
     }
 
     /// `$PFLOW_TOOLCHAINS` when set, else `home/toolchains`.
