@@ -19,6 +19,7 @@ fn list_shows_every_type_with_origin_and_capabilities() {
     assert_eq!(
         types,
         [
+            "code",
             "copy-file",
             "delete-file",
             "echo",

@@ -169,7 +169,7 @@ impl Registry {
         settings: &PluginSettings,
     ) -> Registry {
         let engine_dir = cache_dir.join(engine_key(sandbox));
-        let mut digests = DigestCache::open(cache_dir.join("digests.json"));
+        let mut digests = DigestCache::open(engine_dir.join("digests.json"));
         let mut registry = Registry {
             plugins: BTreeMap::new(),
             native: crate::subworkflow::spec(),
