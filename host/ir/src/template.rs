@@ -300,23 +300,58 @@ impl serde_json::ser::Formatter for PythonSeparators {
 
 /// Resolves every template in a JSON value (strings inside objects and arrays included).
 pub fn resolve_value(value: &Value, scope: &dyn Scope, strict: bool) -> Result<Value, Unresolved> {
+    resolve_in(value, scope, strict, false)
+}
+
+/// `resolve_value` with pflow's rule for `inputs:` values: a value that is one whole template and
+/// resolves to text holding a JSON object or array (`${shell.stdout}`) becomes that object or
+/// array. Numbers and other scalars stay text (an ID like `"0042"` must not become 42).
+pub fn resolve_inputs(value: &Value, scope: &dyn Scope, strict: bool) -> Result<Value, Unresolved> {
+    resolve_in(value, scope, strict, true)
+}
+
+fn resolve_in(
+    value: &Value,
+    scope: &dyn Scope,
+    strict: bool,
+    parse_json_text: bool,
+) -> Result<Value, Unresolved> {
     Ok(match value {
         Value::String(text) if text.contains("${") => {
-            Template::parse(text).resolve(scope, strict)?
+            let template = Template::parse(text);
+            match template.resolve(scope, strict)? {
+                Value::String(resolved)
+                    if parse_json_text && template.sole_reference().is_some() =>
+                {
+                    json_container(&resolved).unwrap_or(Value::String(resolved))
+                }
+                other => other,
+            }
         }
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|item| resolve_value(item, scope, strict))
+                .map(|item| resolve_in(item, scope, strict, parse_json_text))
                 .collect::<Result<_, _>>()?,
         ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| Ok((k.clone(), resolve_value(v, scope, strict)?)))
+                .map(|(k, v)| Ok((k.clone(), resolve_in(v, scope, strict, parse_json_text)?)))
                 .collect::<Result<_, Unresolved>>()?,
         ),
         other => other.clone(),
     })
+}
+
+/// The JSON object or array that `text` holds (a command's stdout, say), or None.
+fn json_container(text: &str) -> Option<Value> {
+    if !text.trim_start().starts_with(['{', '[']) {
+        return None;
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(parsed @ (Value::Object(_) | Value::Array(_))) => Some(parsed),
+        _ => None,
+    }
 }
 
 /// `${...}` occurrences in `text` that look meant as templates but do not parse, each with why.
@@ -517,12 +552,8 @@ impl Reference {
         let mut walked = self.root.clone();
         for segment in &self.path {
             // Text that holds JSON (a command's stdout, say) can be walked into.
-            if let Value::String(text) = &current {
-                if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
-                    serde_json::from_str::<Value>(text)
-                {
-                    current = parsed;
-                }
+            if let Some(parsed) = current.as_str().and_then(json_container) {
+                current = parsed;
             }
             let next = match segment {
                 Segment::Field(field) => match &current {
@@ -695,6 +726,17 @@ mod tests {
             flags.resolve(scope.as_object().unwrap(), true).unwrap(),
             json!("True False  [[1, {\"a\": \"b\"}]]")
         );
+    }
+
+    #[test]
+    fn inputs_get_json_text_of_a_whole_template_parsed() {
+        let inputs = json!({"doc": "${fetch.stdout}", "said": "got ${fetch.stdout}", "n": "${n}"});
+        let resolved = resolve_inputs(&inputs, &store(), true).unwrap();
+        assert_eq!(resolved["doc"], json!({"a": [1, 2]}));
+        assert_eq!(resolved["said"], json!("got {\"a\": [1, 2]}"));
+        assert_eq!(resolved["n"], json!(1));
+        let plain = resolve_value(&inputs, &store(), true).unwrap();
+        assert_eq!(plain["doc"], json!("{\"a\": [1, 2]}"));
     }
 
     #[test]

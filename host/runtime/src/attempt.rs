@@ -6,7 +6,7 @@ use crate::cancel::CancelToken;
 use crate::error::{category, NodeFailure};
 use crate::registry::{CacheUse, Plugin};
 use crate::sandbox::{Execution, Outcome, Sandbox};
-use pflow_ir::template::{resolve_value, Scope, Unresolved};
+use pflow_ir::template::{resolve_inputs, resolve_value, Scope, Unresolved};
 use pflow_ir::RetryConfig;
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
@@ -98,9 +98,9 @@ pub fn prepare_params(
 ) -> Result<Map<String, Value>, NodeFailure> {
     let mut names = Map::new();
     if let Some(inputs) = params.get("inputs") {
-        let resolved = resolve_value(inputs, scope, strict)
-            .map_err(|e| template_failure(e, "template_error", "In param 'inputs'"))?;
-        match parse_json_leaves(inputs, resolved) {
+        match resolve_inputs(inputs, scope, strict)
+            .map_err(|e| template_failure(e, "template_error", "In param 'inputs'"))?
+        {
             Value::Object(map) => names = map,
             other if overrides.is_empty() => {
                 // Not a mapping (a whole-object template that gave something else): passed on
@@ -119,52 +119,6 @@ pub fn prepare_params(
         resolved.insert("inputs".to_string(), Value::Object(layered.names));
     }
     Ok(resolved)
-}
-
-/// pflow's rule for `inputs:` values: where a value is one whole template (`${node.stdout}`) and
-/// resolved to text holding a JSON object or array, the code gets the object or array. Numbers
-/// and other scalars stay text (an ID like `"0042"` must not become 42).
-fn parse_json_leaves(template: &Value, resolved: Value) -> Value {
-    match (template, resolved) {
-        (Value::String(text), Value::String(value)) if is_whole_template(text) => {
-            let trimmed = value.trim();
-            if trimmed.starts_with(['{', '[']) {
-                if let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
-                    serde_json::from_str::<Value>(trimmed)
-                {
-                    return parsed;
-                }
-            }
-            Value::String(value)
-        }
-        (Value::Object(templates), Value::Object(values)) => Value::Object(
-            values
-                .into_iter()
-                .map(|(key, value)| {
-                    let value = match templates.get(&key) {
-                        Some(template) => parse_json_leaves(template, value),
-                        None => value,
-                    };
-                    (key, value)
-                })
-                .collect(),
-        ),
-        (Value::Array(templates), Value::Array(values)) if templates.len() == values.len() => {
-            Value::Array(
-                templates
-                    .iter()
-                    .zip(values)
-                    .map(|(template, value)| parse_json_leaves(template, value))
-                    .collect(),
-            )
-        }
-        (_, resolved) => resolved,
-    }
-}
-
-/// `${...}` and nothing else.
-fn is_whole_template(text: &str) -> bool {
-    text.starts_with("${") && text.ends_with('}') && text.matches("${").count() == 1
 }
 
 fn resolve_all(
