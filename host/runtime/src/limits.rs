@@ -36,6 +36,10 @@ impl Default for Limits {
     }
 }
 
+/// The schema mark of a param that bounds the node's own wall time, in seconds (the `code`
+/// node's `timeout`): nothing inside a sandbox can interrupt the guest, so the host enforces it.
+pub const WALL_TIME_MARK: &str = "x-pflow-wall-time";
+
 impl Limits {
     /// These limits with whatever `overrides` sets replaced.
     pub fn with(mut self, overrides: Option<&SandboxOverrides>) -> Self {
@@ -54,13 +58,7 @@ impl Limits {
         }
         self
     }
-}
 
-/// The schema mark of a param that bounds the node's own wall time, in seconds (the `code`
-/// node's `timeout`): nothing inside a sandbox can interrupt the guest, so the host enforces it.
-pub const WALL_TIME_MARK: &str = "x-pflow-wall-time";
-
-impl Limits {
     /// These limits with the wall time narrowed by the params whose schema carries
     /// `WALL_TIME_MARK` (their value, or the schema's `default`). They only ever narrow: a
     /// param cannot lift the sandbox's own limit.
@@ -79,6 +77,7 @@ impl Limits {
                 .and_then(as_seconds)
                 .or_else(|| schema.get("default").and_then(as_seconds));
             if let Some(seconds) = seconds.filter(|s| s.is_finite() && *s > 0.0) {
+                // Capped first: `from_secs_f64` panics on a value too large for a Duration.
                 let bound = Duration::from_secs_f64(seconds.min(self.timeout.as_secs_f64()));
                 if bound < self.timeout {
                     self.timeout = bound;
