@@ -2,7 +2,7 @@
 //! once into `~/.pflow/cache/builtin/<digest>/`, and the registry loads them from there like
 //! any plugin directory; a later run only checks that the files are there.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use pflow_runtime::home::PflowHome;
 use std::path::PathBuf;
 
@@ -20,14 +20,8 @@ pub fn unpacked(home: &PflowHome) -> Result<Option<PathBuf>> {
         if std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64) {
             continue;
         }
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
         // Written beside and renamed, so a concurrent run never loads half a file.
-        let partial = dir.join(format!(".{name}.{}", std::process::id()));
-        std::fs::write(&partial, bytes)
-            .with_context(|| format!("cannot write {}", partial.display()))?;
-        std::fs::rename(&partial, &path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        pflow_runtime::registry::write_atomically(&path, bytes).map_err(anyhow::Error::msg)?;
     }
     Ok(Some(dir))
 }

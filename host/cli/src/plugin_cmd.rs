@@ -2,11 +2,11 @@
 //! into a component, install it, and see what is installed.
 
 use crate::OutputFormat;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use pflow_plugin_dev::{Language, Toolchains};
 use pflow_runtime::home::PflowHome;
-use pflow_runtime::registry::{Origin, PluginDir, Registry};
+use pflow_runtime::registry::{write_atomically, Origin, Plugin, PluginDir, Registry};
 use pflow_runtime::Host;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -86,11 +86,8 @@ pub fn build(home: &PflowHome, open: impl FnOnce() -> Result<Host>, args: BuildA
     // replaces a working one, and the compiled form lands in the cache for the first run.
     let host = open()?;
     let staging = built.component.with_file_name("install");
-    let staged = staging.join(format!("{}.wasm", built.name));
-    std::fs::create_dir_all(&staging)
-        .with_context(|| format!("cannot create {}", staging.display()))?;
-    std::fs::write(&staged, &built.bytes)
-        .with_context(|| format!("cannot write {}", staged.display()))?;
+    write_atomically(&staging.join(format!("{}.wasm", built.name)), &built.bytes)
+        .map_err(anyhow::Error::msg)?;
     let compile_started = std::time::Instant::now();
     let registry = Registry::load(
         &host.sandbox,
@@ -132,64 +129,54 @@ pub fn build(home: &PflowHome, open: impl FnOnce() -> Result<Host>, args: BuildA
     if args.no_install {
         return Ok(0);
     }
+    // Written beside and renamed: a run never loads half a component.
     let installed = host.home.plugins_dir().join(format!("{}.wasm", built.name));
-    install(&staged, &installed)?;
+    write_atomically(&installed, &built.bytes).map_err(anyhow::Error::msg)?;
     outln!("installed {}", installed.display());
     Ok(0)
 }
 
-/// Copies beside the destination and renames, so a run never loads half a component.
-fn install(from: &Path, to: &Path) -> Result<()> {
-    let dir = to.parent().context("the plugins directory has no parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let partial = to.with_extension(format!("wasm.partial-{}", std::process::id()));
-    std::fs::copy(from, &partial).with_context(|| format!("cannot write {}", partial.display()))?;
-    std::fs::rename(&partial, to).with_context(|| format!("cannot write {}", to.display()))?;
-    Ok(())
-}
-
 pub fn list(host: &Host, output_format: OutputFormat) -> Result<u8> {
-    let rows: Vec<serde_json::Value> = host
-        .registry
-        .plugins()
-        .map(|plugin| {
-            let language = std::fs::read(&plugin.path)
-                .ok()
-                .and_then(|bytes| Language::of_component(&bytes))
-                .map_or("unknown", Language::name);
-            json!({
-                "type": plugin.spec.name,
-                "origin": plugin.origin,
-                "language": language,
-                "capabilities": plugin.spec.capabilities,
-                "denied": plugin.denied,
-                "digest": format!("sha256:{}", plugin.hash()),
-                "path": plugin.path,
-            })
-        })
-        .collect();
+    let plugins: Vec<&Plugin> = host.registry.plugins().collect();
+    let languages: Vec<&str> = plugins.iter().map(|p| language_of(&p.path)).collect();
     if output_format == OutputFormat::Json {
+        let rows: Vec<serde_json::Value> = plugins
+            .iter()
+            .zip(&languages)
+            .map(|(plugin, language)| {
+                json!({
+                    "type": plugin.spec.name,
+                    "origin": plugin.origin,
+                    "language": language,
+                    "capabilities": plugin.spec.capabilities,
+                    "denied": plugin.denied,
+                    "digest": format!("sha256:{}", plugin.hash()),
+                    "path": plugin.path,
+                })
+            })
+            .collect();
         outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(0);
     }
-    let width = rows
-        .iter()
-        .filter_map(|r| r["type"].as_str())
-        .map(str::len)
-        .max()
-        .unwrap_or(4);
-    for (row, plugin) in rows.iter().zip(host.registry.plugins()) {
+    let width = plugins.iter().map(|p| p.spec.name.len()).max().unwrap_or(4);
+    for (plugin, language) in plugins.iter().zip(&languages) {
+        let origin = plugin.origin.name();
         let capabilities =
             crate::registry_cmd::capabilities_text(&plugin.spec.capabilities, &plugin.denied);
+        let digest = plugin.hash().get(..12).unwrap_or(plugin.hash());
         out!(
-            "{:width$}  {:7}  {:6}  {}  [{capabilities}]\n    {}\n",
+            "{:width$}  {origin:7}  {language:6}  sha256:{digest}  [{capabilities}]\n    {}\n",
             plugin.spec.name,
-            row["origin"].as_str().unwrap_or_default(),
-            row["language"].as_str().unwrap_or_default(),
-            &row["digest"].as_str().unwrap_or_default()
-                [..19.min(row["digest"].as_str().unwrap_or_default().len())],
             plugin.path.display(),
         );
     }
     Ok(0)
+}
+
+/// What `plugin build` stamped into the component, or a guess from its toolchains' records.
+fn language_of(path: &Path) -> &'static str {
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| Language::of_component(&bytes))
+        .map_or("unknown", Language::name)
 }

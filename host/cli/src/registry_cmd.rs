@@ -176,7 +176,7 @@ fn find(host: &Host, query: &str, limit: usize, output_format: OutputFormat) -> 
 fn list(host: &Host, filter: Option<&str>, output_format: OutputFormat) -> Result<u8> {
     let components = host.registry.plugins().map(|plugin| Listed {
         name: plugin.spec.name.clone(),
-        origin: format!("{:?}", plugin.origin).to_lowercase(),
+        origin: plugin.origin.name().to_string(),
         capabilities: capabilities_text(&plugin.spec.capabilities, &plugin.denied),
         description: plugin.spec.description.clone(),
         document: plugin_json(plugin),

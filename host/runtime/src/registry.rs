@@ -30,6 +30,16 @@ pub enum Origin {
     User,
 }
 
+impl Origin {
+    /// As the JSON reports write it: `builtin` or `user`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Builtin => "builtin",
+            Origin::User => "user",
+        }
+    }
+}
+
 /// A directory to scan and the trust its plugins get.
 #[derive(Debug, Clone)]
 pub struct PluginDir {
@@ -535,7 +545,7 @@ impl DigestCache {
 }
 
 /// Writes through a temporary file and a rename, so a reader never sees half a file.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().ok_or("no parent directory")?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
