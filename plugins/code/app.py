@@ -170,9 +170,8 @@ def execute(params):
             raise CodeFailure("code_error", "Code must set 'result' variable. Add: result = <your_value>", "code")
         value = namespace["result"]
         declared = annotations["result"]
-        expected = _outer_type(declared)
-        if expected is not None and not isinstance(value, expected):
-            actual = type(value).__name__
+        actual = _mismatch(value, declared)
+        if actual:
             raise CodeFailure(
                 "code_error",
                 f"Result declared as {declared} but code returned {actual}\n\nSuggestions:\n"
@@ -221,9 +220,8 @@ def _check_inputs(inputs, annotations):
         )
     for name, value in inputs.items():
         declared = annotations[name]
-        expected = _outer_type(declared)
-        if expected is not None and not isinstance(value, expected):
-            actual = type(value).__name__
+        actual = _mismatch(value, declared)
+        if actual:
             raise CodeFailure(
                 "bad_params",
                 f"Input '{name}' expects {declared} but received {actual}\n\nSuggestions:\n"
@@ -233,6 +231,14 @@ def _check_inputs(inputs, annotations):
                 "inputs",
                 sample=_short(value),
             )
+
+
+def _mismatch(value, declared):
+    """The value's type name when it does not match the annotation, else None."""
+    expected = _outer_type(declared)
+    if expected is None or isinstance(value, expected):
+        return None
+    return type(value).__name__
 
 
 def _outer_type(declared):
